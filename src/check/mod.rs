@@ -1,0 +1,388 @@
+//! Check kernels: the schema's rules applied to Arrow arrays.
+//!
+//! A [`Validator`] is a schema compiled for checking: each column knows the
+//! report slots of its rules and how to judge one value. Batches come in from
+//! any source; the kernels only see Arrow arrays, whatever the file format.
+//!
+//! The hot path is a primitive array of integers: the valid set of every
+//! numeric rule is an interval plus at most one extra value (`ignore_index`),
+//! mapped once into the array's own type so the count is a branch-free,
+//! auto-vectorised loop. Positions are looked for only when the count says
+//! there is something to find.
+
+mod leaf;
+mod list;
+
+use arrow::array::{Array, ArrayRef, RecordBatch};
+use arrow::datatypes::DataType;
+
+use crate::report::Tally;
+use crate::schema::{ColumnSpec, Number, Rule, Schema, ValueRule, cmp_int_float};
+
+pub use leaf::Verdict;
+
+/// Report slots of one column's rules.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slots {
+    pub value: usize,
+    pub null: usize,
+    pub not_integer: Option<usize>,
+    pub max_length: Option<usize>,
+    pub min_length: Option<usize>,
+    pub same_length_as: Option<usize>,
+}
+
+/// The valid whole numbers of a rule: `lo..=hi` plus `extra`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Interval {
+    pub lo: i128,
+    pub hi: i128,
+    pub extra: Option<i128>,
+}
+
+impl Interval {
+    #[inline]
+    pub fn contains(&self, v: i128) -> bool {
+        (self.lo <= v && v <= self.hi) || self.extra == Some(v)
+    }
+}
+
+/// One column of a [`Validator`].
+#[derive(Debug, Clone)]
+pub(crate) struct ColumnCheck {
+    pub spec: ColumnSpec,
+    pub slots: Slots,
+    /// The valid whole numbers, when they form an interval (+1 extra).
+    pub interval: Option<Interval>,
+    /// Sorted whole numbers allowed by a `values` rule that is no interval.
+    pub allowed_whole: Vec<i128>,
+}
+
+impl ColumnCheck {
+    fn new(spec: ColumnSpec, slots: Slots) -> ColumnCheck {
+        let (interval, allowed_whole) = match &spec.values {
+            ValueRule::Class {
+                num_classes,
+                ignore_index,
+            } => (
+                Some(Interval {
+                    lo: 0,
+                    hi: num_classes - 1,
+                    extra: *ignore_index,
+                }),
+                vec![],
+            ),
+            // No number is a class name: an empty interval.
+            ValueRule::ClassNames { .. } => (
+                Some(Interval {
+                    lo: 1,
+                    hi: 0,
+                    extra: None,
+                }),
+                vec![],
+            ),
+            ValueRule::Index { size, wrap_negative } => {
+                let lo = if *wrap_negative { -size } else { 0 };
+                (
+                    Some(Interval {
+                        lo,
+                        hi: size - 1,
+                        extra: None,
+                    }),
+                    vec![],
+                )
+            }
+            ValueRule::Range { min, max } => {
+                let lo = min.map_or(i128::MIN, ceil_whole);
+                let hi = max.map_or(i128::MAX, floor_whole);
+                (Some(Interval { lo, hi, extra: None }), vec![])
+            }
+            ValueRule::Values { numbers, .. } => {
+                let mut whole: Vec<i128> = numbers.iter().filter_map(|n| n.as_whole()).collect();
+                whole.sort_unstable();
+                whole.dedup();
+                let contiguous = !whole.is_empty() && whole[whole.len() - 1] - whole[0] == whole.len() as i128 - 1;
+                if contiguous {
+                    (
+                        Some(Interval {
+                            lo: whole[0],
+                            hi: whole[whole.len() - 1],
+                            extra: None,
+                        }),
+                        vec![],
+                    )
+                } else if whole.is_empty() {
+                    (
+                        Some(Interval {
+                            lo: 1,
+                            hi: 0,
+                            extra: None,
+                        }),
+                        vec![],
+                    )
+                } else {
+                    (None, whole)
+                }
+            }
+        };
+        ColumnCheck {
+            spec,
+            slots,
+            interval,
+            allowed_whole,
+        }
+    }
+
+    /// Judges a whole number.
+    #[inline]
+    pub fn judge_int(&self, v: i128) -> Verdict {
+        let ok = match &self.interval {
+            Some(i) => i.contains(v),
+            None => self.allowed_whole.binary_search(&v).is_ok(),
+        };
+        if ok { Verdict::Ok } else { Verdict::Bad }
+    }
+
+    /// Judges a float as stored.
+    pub fn judge_float(&self, v: f64) -> Verdict {
+        match &self.spec.values {
+            ValueRule::Class { .. } | ValueRule::Index { .. } => match crate::schema::float_to_whole(v) {
+                Some(w) => self.judge_int(w),
+                None if v.is_finite() && v.fract() == 0.0 => Verdict::Bad, // whole, beyond any bound
+                None => Verdict::NotInteger,
+            },
+            ValueRule::ClassNames { .. } => Verdict::Bad,
+            ValueRule::Values { numbers, .. } => {
+                let hit = numbers
+                    .iter()
+                    .any(|n| Number::Float(v).cmp_exact(*n) == Some(std::cmp::Ordering::Equal));
+                if hit { Verdict::Ok } else { Verdict::Bad }
+            }
+            ValueRule::Range { min, max } => {
+                let x = Number::Float(v);
+                let above = min.is_none_or(|m| matches!(x.cmp_exact(m), Some(o) if o.is_ge()));
+                let below = max.is_none_or(|m| matches!(x.cmp_exact(m), Some(o) if o.is_le()));
+                if v.is_finite() && above && below {
+                    Verdict::Ok
+                } else {
+                    Verdict::Bad
+                }
+            }
+        }
+    }
+
+    /// Judges a string.
+    pub fn judge_str(&self, s: &str) -> Verdict {
+        match &self.spec.values {
+            ValueRule::Class { .. } | ValueRule::Index { .. } => Verdict::NotInteger,
+            ValueRule::ClassNames { classes } => {
+                if classes.iter().any(|c| c == s) {
+                    Verdict::Ok
+                } else {
+                    Verdict::Bad
+                }
+            }
+            ValueRule::Values { strings, .. } => {
+                if strings.iter().any(|c| c == s) {
+                    Verdict::Ok
+                } else {
+                    Verdict::Bad
+                }
+            }
+            ValueRule::Range { .. } => Verdict::Bad,
+        }
+    }
+
+    /// Whether this column tracks the smallest value (for the 1-indexed hint).
+    pub fn tracks_min(&self) -> bool {
+        matches!(self.spec.values, ValueRule::Class { .. })
+    }
+}
+
+/// Smallest whole number >= n.
+fn ceil_whole(n: Number) -> i128 {
+    match n {
+        Number::Int(i) => i,
+        Number::Float(f) if f <= -8.5e37 => i128::MIN,
+        Number::Float(f) if f >= 8.5e37 => i128::MAX,
+        Number::Float(f) => {
+            let c = f.ceil() as i128;
+            // guard the exactness of the cast
+            if cmp_int_float(c, f).is_some_and(|o| o.is_lt()) {
+                c + 1
+            } else {
+                c
+            }
+        }
+    }
+}
+
+/// Largest whole number <= n.
+fn floor_whole(n: Number) -> i128 {
+    match n {
+        Number::Int(i) => i,
+        Number::Float(f) if f <= -8.5e37 => i128::MIN,
+        Number::Float(f) if f >= 8.5e37 => i128::MAX,
+        Number::Float(f) => {
+            let c = f.floor() as i128;
+            if cmp_int_float(c, f).is_some_and(|o| o.is_gt()) {
+                c - 1
+            } else {
+                c
+            }
+        }
+    }
+}
+
+/// A schema compiled for checking Arrow data.
+///
+/// Build it once, then check batches one at a time with
+/// [`Validator::check_batch`]; merge the tallies in (file, row) order.
+#[derive(Debug, Clone)]
+pub struct Validator {
+    schema: Schema,
+    columns: Vec<ColumnCheck>,
+    plan: Vec<(usize, Rule)>,
+    max_examples: usize,
+}
+
+impl Validator {
+    /// Compiles `schema`, keeping `max_examples` examples per check.
+    pub fn new(schema: Schema, max_examples: usize) -> Validator {
+        let mut plan = Vec::new();
+        let mut columns = Vec::with_capacity(schema.columns.len());
+        for (ci, spec) in schema.columns.iter().enumerate() {
+            let mut slot = |rule: Rule| {
+                plan.push((ci, rule));
+                plan.len() - 1
+            };
+            let value = slot(spec.values.rule());
+            let null = slot(Rule::Null);
+            let not_integer = spec.values.wants_integers().then(|| slot(Rule::NotInteger));
+            let max_length = spec.max_length.map(|_| slot(Rule::MaxLength));
+            let min_length = spec.min_length.map(|_| slot(Rule::MinLength));
+            let same_length_as = spec.same_length_as.map(|_| slot(Rule::SameLengthAs));
+            let slots = Slots {
+                value,
+                null,
+                not_integer,
+                max_length,
+                min_length,
+                same_length_as,
+            };
+            columns.push(ColumnCheck::new(spec.clone(), slots));
+        }
+        Validator {
+            schema,
+            columns,
+            plan,
+            max_examples,
+        }
+    }
+
+    /// The schema this validator checks.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The report's checks: (schema column index, rule), in report order.
+    pub fn plan(&self) -> &[(usize, Rule)] {
+        &self.plan
+    }
+
+    /// Examples kept per check.
+    pub fn max_examples(&self) -> usize {
+        self.max_examples
+    }
+
+    /// An empty tally to check into.
+    pub fn tally(&self) -> Tally {
+        Tally::new(self.plan.len(), self.max_examples)
+    }
+
+    /// Checks one batch whose first row is `first_row` of file number `file`.
+    /// `columns[i]` is schema column i's array, `None` when the file lacks it
+    /// (the caller decides whether that is an error). Returns the columns
+    /// whose type their rule cannot check; the other columns are checked.
+    pub fn check_columns(
+        &self,
+        columns: &[Option<ArrayRef>],
+        rows: usize,
+        file: usize,
+        first_row: u64,
+        tally: &mut Tally,
+    ) -> Vec<TypeError> {
+        tally.rows += rows as u64;
+        let mut errors = Vec::new();
+        let at = Place { file, first_row };
+        for (ci, col) in self.columns.iter().enumerate() {
+            let Some(array) = columns.get(ci).and_then(|a| a.as_ref()) else {
+                continue;
+            };
+            let mut result = leaf::check_values(
+                col,
+                array.as_ref(),
+                0..array.len(),
+                &|p| first_row + p as u64,
+                at,
+                tally,
+            );
+            if result.is_ok() && col.spec.has_length_rules() {
+                let other = col
+                    .spec
+                    .same_length_as
+                    .and_then(|o| columns.get(o).and_then(|a| a.as_ref()));
+                result = list::check_lengths(col, array.as_ref(), other.map(|a| a.as_ref()), at, tally);
+            }
+            if let Err(message) = result {
+                errors.push(TypeError {
+                    column: col.spec.name.clone(),
+                    message,
+                });
+            }
+        }
+        errors
+    }
+
+    /// Checks a `RecordBatch` whose columns are found by name; columns the
+    /// batch lacks are skipped (use [`Validator::missing`] to find them).
+    pub fn check_batch(&self, batch: &RecordBatch, file: usize, first_row: u64, tally: &mut Tally) -> Vec<TypeError> {
+        let cols: Vec<Option<ArrayRef>> = self
+            .columns
+            .iter()
+            .map(|c| batch.column_by_name(&c.spec.name).cloned())
+            .collect();
+        self.check_columns(&cols, batch.num_rows(), file, first_row, tally)
+    }
+
+    /// Required schema columns that `names` lacks.
+    pub fn missing<'a>(&'a self, names: &[&str]) -> Vec<&'a str> {
+        self.columns
+            .iter()
+            .filter(|c| !c.spec.optional && !names.contains(&c.spec.name.as_str()))
+            .map(|c| c.spec.name.as_str())
+            .collect()
+    }
+}
+
+/// A column whose Arrow type its rule cannot check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("column `{column}`: {message}")]
+pub struct TypeError {
+    /// The schema column.
+    pub column: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Where a batch sits: the file and the file row of its first row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Place {
+    pub file: usize,
+    pub first_row: u64,
+}
+
+/// Describes a type for messages.
+pub(crate) fn type_name(t: &DataType) -> String {
+    format!("{t}")
+}

@@ -1,0 +1,60 @@
+//! Command-line arguments. clap types stay here: the library never sees them.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Catch bad training data before it reaches the GPU.
+#[derive(Debug, Parser)]
+#[command(name = "preflight", version, about)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check data files against a schema. Exit status: 0 clean, 1 violations,
+    /// 2 something could not be checked.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The schema file [default: preflight.yaml]
+    #[arg(short, long, value_name = "SCHEMA")]
+    pub schema: Option<PathBuf>,
+
+    /// Data files, directories (searched recursively) or globs; default: the
+    /// schema's dataset.files
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Report format (json: one document on stdout, nothing else there)
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Worker threads [default: all cores]
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Examples kept per check
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_examples: usize,
+
+    /// Decode every value even where file statistics prove a column valid
+    #[arg(long)]
+    pub full_scan: bool,
+
+    /// Never draw a progress bar
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Diagnostics for people
+    Human,
+    /// The JSON report of SPEC.md
+    Json,
+}

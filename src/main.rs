@@ -1,0 +1,51 @@
+//! The `preflight` binary: parse arguments, run the library, print the
+//! report, exit with the outcome's status.
+
+mod cli;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Parser;
+
+use cli::{Args, Command, Format};
+use preflight::report::{human, json};
+use preflight::{Plan, ScanOptions};
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match args.command {
+        Command::Check(a) => {
+            let started = Instant::now();
+            let plan = Plan {
+                schema: a.schema.unwrap_or_else(|| "preflight.yaml".into()),
+                paths: a.paths,
+                max_examples: a.max_examples,
+                scan: ScanOptions {
+                    jobs: a.jobs.unwrap_or(0),
+                    full_scan: a.full_scan,
+                    progress: !a.no_progress && std::io::stderr().is_terminal(),
+                },
+            };
+            let report = preflight::check(&plan);
+            let text = match a.format {
+                Format::Json => {
+                    // Errors also go to stderr, so a person watching sees them.
+                    for e in &report.errors {
+                        eprintln!(
+                            "preflight: {}{}",
+                            e.file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default(),
+                            e.message
+                        );
+                    }
+                    json::render(&report)
+                }
+                Format::Human => human::render(&report, started.elapsed()),
+            };
+            // A closed pipe ends the output, never the outcome.
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            ExitCode::from(report.outcome().exit_code())
+        }
+    }
+}

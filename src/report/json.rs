@@ -1,0 +1,81 @@
+//! The JSON report: exactly the layout of SPEC.md, keys in its order, and
+//! nothing that varies between runs over the same input.
+
+use serde::Serialize;
+
+use super::{ErrorEntry, Report};
+use crate::schema::Rule;
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    ok: bool,
+    files: usize,
+    rows: u64,
+    violations: u64,
+    checks: Vec<Check<'a>>,
+    errors: &'a [ErrorEntry],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct Check<'a> {
+    column: &'a str,
+    rule: Rule,
+    violations: u64,
+    examples: Vec<Example<'a>>,
+    bound: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sources: Vec<Source<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Example<'a> {
+    file: &'a str,
+    row: u64,
+    value: serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct Source<'a> {
+    key: &'a str,
+    from: &'a str,
+}
+
+/// Renders the report as one JSON document (with a final newline).
+pub fn render(report: &Report) -> String {
+    let doc = Doc {
+        ok: report.ok(),
+        files: report.files,
+        rows: report.rows,
+        violations: report.violations(),
+        checks: report
+            .checks
+            .iter()
+            .map(|c| Check {
+                column: &c.column,
+                rule: c.rule,
+                violations: c.violations,
+                examples: c
+                    .examples
+                    .iter()
+                    .map(|(file, row, value)| Example {
+                        file,
+                        row: *row,
+                        value: value.to_json(),
+                    })
+                    .collect(),
+                bound: &c.bound,
+                sources: c.sources.iter().map(|(k, f)| Source { key: k, from: f }).collect(),
+                hint: c.hint.as_deref(),
+            })
+            .collect(),
+        errors: &report.errors,
+        warnings: &report.warnings,
+    };
+    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"ok\": false, \"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}

@@ -1,0 +1,387 @@
+//! Results: partial tallies that merge, and the final report.
+//!
+//! A [`Tally`] is what checking one unit of work (a row group, a batch)
+//! produces: a count per check and the first examples in row order. Tallies
+//! merge associatively in (file, row) order, so the report is the same for
+//! every thread count and every way the work was split.
+
+pub mod human;
+pub mod json;
+
+use serde::Serialize;
+
+use crate::schema::{Rule, Schema, ValueRule};
+
+/// An offending value as stored in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A null value or element (rule `null`).
+    Null,
+    /// A whole number (every integer type; a row's length for length rules).
+    Int(i128),
+    /// A float as stored (f32 values are widened exactly).
+    Float(f64),
+    /// A string.
+    Str(String),
+}
+
+impl Value {
+    /// The value as JSON: integers and floats as numbers, NaN and infinities
+    /// as the strings "NaN", "inf", "-inf" (JSON has no such numbers).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match self {
+            Value::Null => J::Null,
+            Value::Int(i) => {
+                if let Ok(v) = i64::try_from(*i) {
+                    J::from(v)
+                } else if let Ok(v) = u64::try_from(*i) {
+                    J::from(v)
+                } else {
+                    J::String(i.to_string())
+                }
+            }
+            Value::Float(f) if f.is_nan() => J::String("NaN".into()),
+            Value::Float(f) if f.is_infinite() => J::String(if *f > 0.0 { "inf" } else { "-inf" }.into()),
+            Value::Float(f) => J::from(*f),
+            Value::Str(s) => J::String(s.clone()),
+        }
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Null => f.write_str("null"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) if x.is_nan() => f.write_str("NaN"),
+            Value::Float(x) if x.is_infinite() => f.write_str(if *x > 0.0 { "inf" } else { "-inf" }),
+            Value::Float(x) => write!(f, "{x:?}"),
+            Value::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// One offending value and where it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example {
+    /// Index of the file in the run's sorted file list.
+    pub file: usize,
+    /// 0-based row within the file.
+    pub row: u64,
+    /// The value (the row's length for a length rule).
+    pub value: Value,
+}
+
+/// What the data showed about a value check, for hints.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// Smallest whole number among the offending values.
+    pub bad_min: Option<i128>,
+    /// Largest whole number among the offending values.
+    pub bad_max: Option<i128>,
+    /// Smallest whole number among all checked values.
+    pub min: Option<i128>,
+    /// Offending values seen of the well-known sentinels -1, -100 and 255.
+    pub saw_minus_one: bool,
+    /// See [`Evidence::saw_minus_one`].
+    pub saw_minus_100: bool,
+    /// See [`Evidence::saw_minus_one`].
+    pub saw_255: bool,
+    /// Offending values with a fractional part.
+    pub saw_fraction: bool,
+}
+
+impl Evidence {
+    /// Notes an offending whole number.
+    pub fn bad_whole(&mut self, v: i128) {
+        self.bad_min = Some(self.bad_min.map_or(v, |m| m.min(v)));
+        self.bad_max = Some(self.bad_max.map_or(v, |m| m.max(v)));
+        match v {
+            -1 => self.saw_minus_one = true,
+            -100 => self.saw_minus_100 = true,
+            255 => self.saw_255 = true,
+            _ => {}
+        }
+    }
+
+    /// Notes the smallest whole number of some checked values.
+    pub fn seen_min(&mut self, v: i128) {
+        self.min = Some(self.min.map_or(v, |m| m.min(v)));
+    }
+
+    fn merge(&mut self, o: &Evidence) {
+        fn pick(a: Option<i128>, b: Option<i128>, f: fn(i128, i128) -> i128) -> Option<i128> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(f(x, y)),
+                (x, None) => x,
+                (None, y) => y,
+            }
+        }
+        self.bad_min = pick(self.bad_min, o.bad_min, i128::min);
+        self.bad_max = pick(self.bad_max, o.bad_max, i128::max);
+        self.min = pick(self.min, o.min, i128::min);
+        self.saw_minus_one |= o.saw_minus_one;
+        self.saw_minus_100 |= o.saw_minus_100;
+        self.saw_255 |= o.saw_255;
+        self.saw_fraction |= o.saw_fraction;
+    }
+}
+
+/// The running result of one check.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckTally {
+    /// Offending values (value rules) or rows (length rules).
+    pub violations: u64,
+    /// The first examples, in (file, row) order.
+    pub examples: Vec<Example>,
+    /// What the data showed, for hints.
+    pub evidence: Evidence,
+}
+
+/// Results of checking some part of the data, ready to merge with others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tally {
+    /// One entry per check, in report order.
+    pub checks: Vec<CheckTally>,
+    /// Rows read.
+    pub rows: u64,
+    /// Examples kept per check.
+    pub max_examples: usize,
+}
+
+impl Tally {
+    /// An empty tally for `checks` checks.
+    pub fn new(checks: usize, max_examples: usize) -> Tally {
+        Tally {
+            checks: vec![CheckTally::default(); checks],
+            rows: 0,
+            max_examples,
+        }
+    }
+
+    /// Adds `later`, which covers data after all of `self`'s in (file, row)
+    /// order, so examples stay the first ones.
+    pub fn merge(&mut self, later: Tally) {
+        self.rows += later.rows;
+        for (a, b) in self.checks.iter_mut().zip(later.checks) {
+            a.violations += b.violations;
+            let room = self.max_examples.saturating_sub(a.examples.len());
+            a.examples.extend(b.examples.into_iter().take(room));
+            a.evidence.merge(&b.evidence);
+        }
+    }
+
+    /// Records one violation of check `check`; `value` is only built while
+    /// examples are still wanted.
+    #[inline]
+    pub fn hit(&mut self, check: usize, file: usize, row: u64, value: impl FnOnce() -> Value) {
+        let c = &mut self.checks[check];
+        c.violations += 1;
+        if c.examples.len() < self.max_examples {
+            c.examples.push(Example {
+                file,
+                row,
+                value: value(),
+            });
+        }
+    }
+}
+
+/// A failure that kept some data from being checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorEntry {
+    /// The file it concerns, as the user named it, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// One check's result in the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReport {
+    /// The schema column.
+    pub column: String,
+    /// The rule.
+    pub rule: Rule,
+    /// Offending values (value rules) or rows (length rules).
+    pub violations: u64,
+    /// First examples, as (file path, row, value).
+    pub examples: Vec<(String, u64, Value)>,
+    /// The rule's bound in words, e.g. `0 <= v < 10, or v == -100`.
+    pub bound: String,
+    /// Where referenced bounds came from.
+    pub sources: Vec<(String, String)>,
+    /// A likely cause, when the data shows one.
+    pub hint: Option<String>,
+}
+
+/// The outcome of a run, derived from the report alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every rule holds for every row of every file: exit 0.
+    Clean,
+    /// Violations, and every file was checked completely: exit 1.
+    Violations,
+    /// Something prevented a complete check: exit 2 (wins over violations).
+    Incomplete,
+}
+
+impl Outcome {
+    /// The process exit status.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Clean => 0,
+            Outcome::Violations => 1,
+            Outcome::Incomplete => 2,
+        }
+    }
+}
+
+/// The whole report of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// Data files named or found, readable or not.
+    pub files: usize,
+    /// Rows read.
+    pub rows: u64,
+    /// Every check, in schema order then rule order.
+    pub checks: Vec<CheckReport>,
+    /// Everything that prevented a complete check.
+    pub errors: Vec<ErrorEntry>,
+    /// Warnings that do not affect the outcome (artifact mismatches, ...).
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    /// Total violations over all checks.
+    pub fn violations(&self) -> u64 {
+        self.checks.iter().map(|c| c.violations).sum()
+    }
+
+    /// Clean, violations, or incomplete; any error wins.
+    pub fn outcome(&self) -> Outcome {
+        if !self.errors.is_empty() {
+            Outcome::Incomplete
+        } else if self.violations() > 0 {
+            Outcome::Violations
+        } else {
+            Outcome::Clean
+        }
+    }
+
+    /// `ok` of the JSON report: true exactly when the exit status is 0.
+    pub fn ok(&self) -> bool {
+        self.outcome() == Outcome::Clean
+    }
+
+    /// A report holding only errors (e.g. the schema itself is invalid).
+    pub fn failed(errors: Vec<ErrorEntry>) -> Report {
+        Report {
+            files: 0,
+            rows: 0,
+            checks: Vec::new(),
+            errors,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Builds the report from the merged tally of every unit.
+    pub fn build(
+        schema: &Schema,
+        plan: &[(usize, Rule)],
+        files: &[String],
+        tally: Tally,
+        errors: Vec<ErrorEntry>,
+        warnings: Vec<String>,
+    ) -> Report {
+        let checks = plan
+            .iter()
+            .zip(tally.checks)
+            .map(|(&(col, rule), t)| {
+                let spec = &schema.columns[col];
+                let hint = crate::report::human::hint(spec, rule, &t);
+                CheckReport {
+                    column: spec.name.clone(),
+                    rule,
+                    violations: t.violations,
+                    examples: t
+                        .examples
+                        .into_iter()
+                        .map(|e| (files.get(e.file).cloned().unwrap_or_default(), e.row, e.value))
+                        .collect(),
+                    bound: describe_bound(schema, col, rule),
+                    sources: spec.bound_sources.clone(),
+                    hint,
+                }
+            })
+            .collect();
+        Report {
+            files: files.len(),
+            rows: tally.rows,
+            checks,
+            errors,
+            warnings,
+        }
+    }
+}
+
+/// The rule's condition in words, as the reports show it.
+pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
+    let spec = &schema.columns[col];
+    match rule {
+        Rule::Class | Rule::Index | Rule::Values | Rule::Range => match &spec.values {
+            ValueRule::Class {
+                num_classes,
+                ignore_index,
+            } => match ignore_index {
+                Some(ig) => format!("0 <= v < {num_classes} (num_classes), or v == {ig} (ignore_index)"),
+                None => format!("0 <= v < {num_classes} (num_classes)"),
+            },
+            ValueRule::ClassNames { classes } => format!("one of {} class names", classes.len()),
+            ValueRule::Index {
+                size,
+                wrap_negative: false,
+            } => format!("0 <= v < {size} (size)"),
+            ValueRule::Index {
+                size,
+                wrap_negative: true,
+            } => format!("-{size} <= v < {size} (size, wrap_negative)"),
+            ValueRule::Values { numbers, strings } => {
+                let mut all: Vec<String> = numbers.iter().map(|n| n.to_string()).collect();
+                all.extend(strings.iter().map(|s| format!("{s:?}")));
+                format!("one of [{}]", all.join(", "))
+            }
+            ValueRule::Range { min, max } => match (min, max) {
+                (Some(lo), Some(hi)) => format!("finite, {lo} <= v <= {hi}"),
+                (Some(lo), None) => format!("finite, v >= {lo}"),
+                (None, Some(hi)) => format!("finite, v <= {hi}"),
+                (None, None) => "finite".to_string(),
+            },
+        },
+        Rule::Null => "no nulls (set nullable: true to allow them)".to_string(),
+        Rule::NotInteger => "whole numbers only".to_string(),
+        Rule::MaxLength => {
+            let pad = spec
+                .pad_id
+                .map(|p| format!(", not counting pad {p}"))
+                .unwrap_or_default();
+            format!("at most {} elements per row{pad}", spec.max_length.unwrap_or(0))
+        }
+        Rule::MinLength => {
+            let pad = spec
+                .pad_id
+                .map(|p| format!(", not counting pad {p}"))
+                .unwrap_or_default();
+            format!("at least {} elements per row{pad}", spec.min_length.unwrap_or(0))
+        }
+        Rule::SameLengthAs => {
+            let other = spec
+                .same_length_as
+                .map(|i| schema.columns[i].name.as_str())
+                .unwrap_or("");
+            format!("as many elements as `{other}`, row by row")
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Bounds read from the model's own files.
+//!
+//! A schema that copies `vocab_size` by hand drifts when the tokenizer grows;
+//! a reference to `config.json` does not. References are resolved relative
+//! to the schema file, once, before any data is read.
+
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+use super::Number;
+use super::raw::{Bound, Reference};
+use crate::error::Error;
+
+/// A resolved bound and where its number came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// The number.
+    pub value: Number,
+    /// `None` for a literal, else e.g. `model/config.json: vocab_size`.
+    pub source: Option<String>,
+}
+
+pub(crate) fn resolve(bound: &Bound, base: &Path, key_path: &str, schema: &Path) -> Result<Resolved, Error> {
+    match bound {
+        Bound::Literal(n) => Ok(Resolved {
+            value: *n,
+            source: None,
+        }),
+        Bound::Ref(r) => resolve_ref(r, base, key_path, schema),
+    }
+}
+
+fn resolve_ref(r: &Reference, base: &Path, key_path: &str, schema: &Path) -> Result<Resolved, Error> {
+    let schema_err = |message: String| Error::Schema {
+        file: schema.to_path_buf(),
+        key: Some(key_path.to_string()),
+        message,
+    };
+    let sources = [&r.hf_config, &r.tokenizer, &r.vocab_file, &r.class_names]
+        .iter()
+        .filter(|s| s.is_some())
+        .count();
+    if sources != 1 {
+        return Err(schema_err(
+            "a reference needs exactly one of hf_config, tokenizer, vocab_file, class_names".into(),
+        ));
+    }
+    if r.key.is_some() && r.hf_config.is_none() {
+        return Err(schema_err("`key` belongs to an hf_config reference only".into()));
+    }
+    let (value, source) = if let Some(cfg) = &r.hf_config {
+        let key = r
+            .key
+            .as_deref()
+            .ok_or_else(|| schema_err("an hf_config reference needs `key` (e.g. vocab_size)".into()))?;
+        let mut file = base.join(cfg);
+        if file.is_dir() {
+            file = file.join("config.json");
+        }
+        (hf_config_value(&file, key)?, format!("{}: {key}", file.display()))
+    } else if let Some(tok) = &r.tokenizer {
+        let file = base.join(tok);
+        let file = if file.is_dir() {
+            file.join("tokenizer.json")
+        } else {
+            file
+        };
+        (tokenizer_size(&file)?, file.display().to_string())
+    } else if let Some(v) = &r.vocab_file {
+        let file = base.join(v);
+        let text = read_text(&file, "vocab_file")?;
+        (text.split_terminator('\n').count() as i128, file.display().to_string())
+    } else if let Some(c) = &r.class_names {
+        let file = base.join(c);
+        (class_names(&file)?.len() as i128, file.display().to_string())
+    } else {
+        unreachable!("exactly one source was checked above")
+    };
+    let offset = r.offset.unwrap_or(0);
+    let value = value
+        .checked_add(offset.into())
+        .ok_or_else(|| schema_err("offset overflows".into()))?;
+    let source = match offset {
+        0 => source,
+        o if o > 0 => format!("{source} + {o}"),
+        o => format!("{source} - {}", o.unsigned_abs()),
+    };
+    Ok(Resolved {
+        value: Number::Int(value),
+        source: Some(source),
+    })
+}
+
+/// Reads a class-names file: one name a line, blank lines skipped.
+pub(crate) fn class_names(file: &Path) -> Result<Vec<String>, Error> {
+    let text = read_text(file, "class_names")?;
+    Ok(text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+fn read_text(file: &Path, what: &str) -> Result<String, Error> {
+    std::fs::read_to_string(file).map_err(|e| Error::Reference {
+        file: file.to_path_buf(),
+        key: what.to_string(),
+        message: format!("cannot read: {e}"),
+    })
+}
+
+fn read_json(file: &Path, key: &str) -> Result<Json, Error> {
+    let text = read_text(file, key)?;
+    serde_json::from_str(&text).map_err(|e| Error::Reference {
+        file: file.to_path_buf(),
+        key: key.to_string(),
+        message: format!("not valid JSON: {e}"),
+    })
+}
+
+fn hf_config_value(file: &Path, key: &str) -> Result<i128, Error> {
+    let json = read_json(file, key)?;
+    let err = |message: String| Error::Reference {
+        file: file.to_path_buf(),
+        key: key.to_string(),
+        message,
+    };
+    let mut node = Some(&json);
+    for part in key.split('.') {
+        node = node.and_then(|n| n.get(part));
+    }
+    let value = match node {
+        Some(v) => v,
+        // Hugging Face does not store num_labels: it is len(id2label).
+        None if key == "num_labels" || key.ends_with(".num_labels") => {
+            let prefix = key.strip_suffix("num_labels").unwrap_or("");
+            let mut n = Some(&json);
+            for part in prefix.split('.').filter(|p| !p.is_empty()) {
+                n = n.and_then(|x| x.get(part));
+            }
+            return match n.and_then(|x| x.get("id2label")).and_then(Json::as_object) {
+                Some(map) => Ok(map.len() as i128),
+                None => Err(err("no such key, and no id2label to count labels from".into())),
+            };
+        }
+        None => return Err(err("no such key".into())),
+    };
+    whole(value).ok_or_else(|| err(format!("{value} is not a whole number")))
+}
+
+fn whole(v: &Json) -> Option<i128> {
+    if let Some(i) = v.as_i64() {
+        return Some(i.into());
+    }
+    if let Some(u) = v.as_u64() {
+        return Some(u.into());
+    }
+    let f = v.as_f64()?;
+    (f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30).then_some(f as i128)
+}
+
+/// 1 + the largest id of a `tokenizer.json`, added tokens included.
+fn tokenizer_size(file: &Path) -> Result<i128, Error> {
+    let json = read_json(file, "tokenizer")?;
+    let err = |message: &str| Error::Reference {
+        file: file.to_path_buf(),
+        key: "tokenizer".into(),
+        message: message.to_string(),
+    };
+    let mut largest: Option<i128> = None;
+    let mut see = |id: i128| largest = Some(largest.map_or(id, |m| m.max(id)));
+    match json.pointer("/model/vocab") {
+        // BPE, WordPiece, WordLevel: {token: id}
+        Some(Json::Object(map)) => {
+            for v in map.values() {
+                see(whole(v).ok_or_else(|| err("a vocabulary id is not a whole number"))?);
+            }
+        }
+        // Unigram: [[token, score], ...], the id is the position.
+        Some(Json::Array(list)) if !list.is_empty() => see(list.len() as i128 - 1),
+        _ => {}
+    }
+    if let Some(Json::Array(added)) = json.get("added_tokens") {
+        for t in added {
+            let id = t
+                .get("id")
+                .and_then(whole)
+                .ok_or_else(|| err("an added token has no whole-number id"))?;
+            see(id);
+        }
+    }
+    largest
+        .map(|m| m + 1)
+        .ok_or_else(|| err("no model vocabulary and no added tokens"))
+}

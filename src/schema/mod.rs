@@ -1,0 +1,548 @@
+//! The schema: which columns to check and by which rule.
+//!
+//! Three stages, each a type: the YAML as written ([`raw`]), the validated
+//! [`Schema`] with every bound resolved to a number (this module), and the
+//! per-file binding of its columns to the file's columns (in `scan`). A
+//! schema that contradicts itself is rejected here, before any data is read,
+//! so a typo can never silently switch a check off.
+
+pub mod bound;
+pub(crate) mod raw;
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::Error;
+use bound::Resolved;
+use raw::{Bound, RawClasses, RawColumn, RawKind, RawSchema, Scalar};
+
+/// A number as written in a schema or stored in a file: exact integers
+/// (every i64 and u64 fits) or a float.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    /// A whole number.
+    Int(i128),
+    /// A floating-point number.
+    Float(f64),
+}
+
+impl Number {
+    /// Exact numeric comparison (1 == 1.0; NaN compares with nothing).
+    pub fn cmp_exact(self, other: Number) -> Option<Ordering> {
+        match (self, other) {
+            (Number::Int(a), Number::Int(b)) => Some(a.cmp(&b)),
+            (Number::Float(a), Number::Float(b)) => a.partial_cmp(&b),
+            (Number::Int(a), Number::Float(b)) => cmp_int_float(a, b),
+            (Number::Float(a), Number::Int(b)) => cmp_int_float(b, a).map(Ordering::reverse),
+        }
+    }
+
+    /// The number as a whole integer, if it is one.
+    pub fn as_whole(self) -> Option<i128> {
+        match self {
+            Number::Int(i) => Some(i),
+            Number::Float(f) => float_to_whole(f),
+        }
+    }
+}
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Number::Int(i) => write!(f, "{i}"),
+            Number::Float(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+/// `f` as an exact integer, when it is finite, whole and within i128.
+pub fn float_to_whole(f: f64) -> Option<i128> {
+    // 2^126 keeps the cast exact and clear of i128's edges.
+    (f.is_finite() && f.fract() == 0.0 && f.abs() < 8.5e37).then_some(f as i128)
+}
+
+/// Exact comparison of an integer with a float.
+pub fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    if f >= 8.5e37 {
+        return Some(Ordering::Less);
+    }
+    if f <= -8.5e37 {
+        return Some(Ordering::Greater);
+    }
+    let fl = f.floor();
+    let whole = fl as i128;
+    match i.cmp(&whole) {
+        Ordering::Equal if f > fl => Some(Ordering::Less),
+        o => Some(o),
+    }
+}
+
+/// The rules a check can report, named as in the JSON report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// 0 <= v < num_classes, or v == ignore_index (or one of `classes`).
+    Class,
+    /// 0 <= v < size (or -size <= v < size with wrap_negative).
+    Index,
+    /// v is one of `allowed`.
+    Values,
+    /// finite, min <= v <= max.
+    Range,
+    /// a null value or element.
+    Null,
+    /// a fraction, NaN, infinity or string where a whole number belongs.
+    NotInteger,
+    /// a row with more elements than max_length.
+    MaxLength,
+    /// a row with fewer elements than min_length.
+    MinLength,
+    /// a row whose length differs from another column's.
+    SameLengthAs,
+}
+
+impl Rule {
+    /// The rule's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Class => "class",
+            Rule::Index => "index",
+            Rule::Values => "values",
+            Rule::Range => "range",
+            Rule::Null => "null",
+            Rule::NotInteger => "not_integer",
+            Rule::MaxLength => "max_length",
+            Rule::MinLength => "min_length",
+            Rule::SameLengthAs => "same_length_as",
+        }
+    }
+}
+
+/// What each value (or list element) of a column must be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueRule {
+    /// Class indices (CrossEntropyLoss targets).
+    Class {
+        /// Valid classes are 0..num_classes.
+        num_classes: i128,
+        /// The one extra value the loss skips (torch's default: -100).
+        ignore_index: Option<i128>,
+    },
+    /// String class labels: each value must be one of these names.
+    ClassNames {
+        /// The class names.
+        classes: Vec<String>,
+    },
+    /// Embedding / gather indices.
+    Index {
+        /// Valid indices are 0..size.
+        size: i128,
+        /// Also accept -size..0 (the rule of `x[idx]`, `take`, `index_put`).
+        wrap_negative: bool,
+    },
+    /// A closed set of numbers and strings.
+    Values {
+        /// Allowed numbers.
+        numbers: Vec<Number>,
+        /// Allowed strings.
+        strings: Vec<String>,
+    },
+    /// A finite number between two optional bounds.
+    Range {
+        /// Inclusive lower bound.
+        min: Option<Number>,
+        /// Inclusive upper bound.
+        max: Option<Number>,
+    },
+}
+
+impl ValueRule {
+    /// The report name of the kind's own rule.
+    pub fn rule(&self) -> Rule {
+        match self {
+            ValueRule::Class { .. } | ValueRule::ClassNames { .. } => Rule::Class,
+            ValueRule::Index { .. } => Rule::Index,
+            ValueRule::Values { .. } => Rule::Values,
+            ValueRule::Range { .. } => Rule::Range,
+        }
+    }
+
+    /// Whether the kind needs whole numbers (and so has a `not_integer` rule).
+    pub fn wants_integers(&self) -> bool {
+        matches!(self, ValueRule::Class { .. } | ValueRule::Index { .. })
+    }
+}
+
+/// One schema column after validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSpec {
+    /// The column's name in the data files.
+    pub name: String,
+    /// The value rule.
+    pub values: ValueRule,
+    /// Nulls are exempt from every rule.
+    pub nullable: bool,
+    /// A file may lack the column.
+    pub optional: bool,
+    /// At most this many elements per row.
+    pub max_length: Option<u64>,
+    /// At least this many elements per row.
+    pub min_length: Option<u64>,
+    /// Index (into [`Schema::columns`]) of the column whose row lengths must match.
+    pub same_length_as: Option<usize>,
+    /// Elements equal to this do not count toward `max_length`/`min_length`.
+    pub pad_id: Option<i128>,
+    /// Where each referenced bound came from: (key, source).
+    pub bound_sources: Vec<(String, String)>,
+}
+
+impl ColumnSpec {
+    /// The rules reported for this column, in the SPEC's order.
+    pub fn rules(&self) -> Vec<Rule> {
+        let mut rules = vec![self.values.rule(), Rule::Null];
+        if self.values.wants_integers() {
+            rules.push(Rule::NotInteger);
+        }
+        if self.max_length.is_some() {
+            rules.push(Rule::MaxLength);
+        }
+        if self.min_length.is_some() {
+            rules.push(Rule::MinLength);
+        }
+        if self.same_length_as.is_some() {
+            rules.push(Rule::SameLengthAs);
+        }
+        rules
+    }
+
+    /// Whether any length rule applies (the column must then be a list).
+    pub fn has_length_rules(&self) -> bool {
+        self.max_length.is_some() || self.min_length.is_some() || self.same_length_as.is_some()
+    }
+}
+
+/// A validated schema, every bound resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schema {
+    /// The schema file (as given), for messages and relative paths.
+    pub path: PathBuf,
+    /// The optional `name`.
+    pub name: Option<String>,
+    /// `dataset.files`, as written (relative to the schema's directory).
+    pub files: Vec<String>,
+    /// The columns, in schema order.
+    pub columns: Vec<ColumnSpec>,
+}
+
+/// Largest YAML schema accepted: far above any real schema, far below harm.
+const MAX_SCHEMA_BYTES: u64 = 4 << 20;
+
+impl Schema {
+    /// Reads, parses and validates a schema file, resolving references
+    /// relative to its directory.
+    pub fn from_file(path: &Path) -> Result<Schema, Error> {
+        let err = |message: String| Error::Schema {
+            file: path.to_path_buf(),
+            key: None,
+            message,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read the schema: {e}")))?;
+        if meta.len() > MAX_SCHEMA_BYTES {
+            return Err(err(format!(
+                "the schema is {} bytes, larger than any schema should be",
+                meta.len()
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read the schema: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|_| err("the schema is not UTF-8 text".into()))?;
+        Schema::from_yaml(&text, path)
+    }
+
+    /// Parses and validates schema text; `path` names it in errors and
+    /// anchors relative references.
+    pub fn from_yaml(text: &str, path: &Path) -> Result<Schema, Error> {
+        // YAML 1.2 booleans only (`yes` is a string), no snippets in messages;
+        // duplicate keys and alias bombs are errors by default.
+        let options = serde_saphyr::options! { strict_booleans: true, with_snippet: false };
+        // serde_path_to_error names the key (`columns.label.num_classes`);
+        // serde-saphyr adds the line and column.
+        let mut key = None;
+        let raw: RawSchema = serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                let p = e.path().to_string();
+                key = (p != ".").then_some(p);
+                e.into_inner()
+            })
+        })
+        .map_err(|e| Error::Schema {
+            file: path.to_path_buf(),
+            key: key.clone(),
+            message: yaml_message(&e.to_string()),
+        })?;
+        validate(raw, path)
+    }
+
+    /// The directory that relative paths in the schema are resolved against.
+    pub fn base_dir(&self) -> PathBuf {
+        base_dir(&self.path)
+    }
+}
+
+fn base_dir(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// serde-saphyr renders a source snippet across lines; the report wants one.
+fn yaml_message(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn validate(raw: RawSchema, path: &Path) -> Result<Schema, Error> {
+    let err = |key: String, message: String| Error::Schema {
+        file: path.to_path_buf(),
+        key: Some(key),
+        message,
+    };
+    if let Some(v) = raw.version
+        && v != 1
+    {
+        return Err(err(
+            "version".into(),
+            format!("unsupported schema version {v} (this preflight reads version 1)"),
+        ));
+    }
+    if raw.columns.0.is_empty() {
+        return Err(err("columns".into(), "the schema declares no columns".into()));
+    }
+    let base = base_dir(path);
+    let names: Vec<&str> = raw.columns.0.iter().map(|(n, _)| n.as_str()).collect();
+    let mut columns = Vec::with_capacity(names.len());
+    for (name, col) in &raw.columns.0 {
+        columns.push(validate_column(name, col, &names, &base, path)?);
+    }
+    Ok(Schema {
+        path: path.to_path_buf(),
+        name: raw.name,
+        files: raw.dataset.map(|d| d.files).unwrap_or_default(),
+        columns,
+    })
+}
+
+fn validate_column(name: &str, col: &RawColumn, names: &[&str], base: &Path, path: &Path) -> Result<ColumnSpec, Error> {
+    let at = |key: &str| format!("columns.{name}.{key}");
+    let err = |key: &str, message: String| Error::Schema {
+        file: path.to_path_buf(),
+        key: Some(at(key)),
+        message,
+    };
+    let kind_name = match col.kind {
+        RawKind::Class => "class",
+        RawKind::Index => "index",
+        RawKind::Values => "values",
+        RawKind::Range => "range",
+    };
+    // Keys that belong to another kind are as wrong as unknown keys.
+    let present: [(&str, bool, &[RawKind]); 7] = [
+        ("num_classes", col.num_classes.is_some(), &[RawKind::Class]),
+        ("ignore_index", col.ignore_index.is_some(), &[RawKind::Class]),
+        ("classes", col.classes.is_some(), &[RawKind::Class]),
+        ("size", col.size.is_some(), &[RawKind::Index]),
+        ("wrap_negative", col.wrap_negative.is_some(), &[RawKind::Index]),
+        ("allowed", col.allowed.is_some(), &[RawKind::Values]),
+        ("min", col.min.is_some() || col.max.is_some(), &[RawKind::Range]),
+    ];
+    for (key, is_set, kinds) in present {
+        if is_set && !kinds.contains(&col.kind) {
+            let key = if key == "min" && col.min.is_none() { "max" } else { key };
+            return Err(err(key, format!("`{key}` does not apply to kind `{kind_name}`")));
+        }
+    }
+    let mut sources: Vec<(String, String)> = Vec::new();
+    let resolve = |key: &str, b: &Bound, sources: &mut Vec<(String, String)>| -> Result<Number, Error> {
+        let r: Resolved = bound::resolve(b, base, &at(key), path)?;
+        if let Some(s) = r.source {
+            sources.push((key.to_string(), s));
+        }
+        Ok(r.value)
+    };
+    let whole = |key: &str, n: Number| {
+        n.as_whole()
+            .ok_or_else(|| err(key, format!("{n} is not a whole number")))
+    };
+
+    let values = match col.kind {
+        RawKind::Class => match (&col.num_classes, &col.classes) {
+            (Some(_), Some(_)) => {
+                return Err(err("classes", "give either num_classes or classes, not both".into()));
+            }
+            (None, Some(classes)) => {
+                let list = match classes {
+                    RawClasses::List(l) => l.clone(),
+                    RawClasses::File(r) => match &r.class_names {
+                        Some(f) if r.hf_config.is_none() && r.tokenizer.is_none() && r.vocab_file.is_none() => {
+                            let file = base.join(f);
+                            let names = bound::class_names(&file)?;
+                            sources.push(("classes".into(), file.display().to_string()));
+                            names
+                        }
+                        _ => return Err(err("classes", "expected a list of names or {class_names: FILE}".into())),
+                    },
+                };
+                if list.is_empty() {
+                    return Err(err("classes", "the list of classes is empty".into()));
+                }
+                if col.ignore_index.is_some() {
+                    return Err(err(
+                        "ignore_index",
+                        "`ignore_index` applies to numeric classes only".into(),
+                    ));
+                }
+                ValueRule::ClassNames { classes: list }
+            }
+            (Some(n), None) => {
+                let n = resolve("num_classes", n, &mut sources)?;
+                let n = whole("num_classes", n)?;
+                if n < 1 {
+                    return Err(err(
+                        "num_classes",
+                        format!("num_classes is {n}: a class column needs at least one class"),
+                    ));
+                }
+                let ignore_index = match col.ignore_index {
+                    None => Some(-100),
+                    Some(None) => None,
+                    Some(Some(v)) => Some(whole("ignore_index", v)?),
+                };
+                ValueRule::Class {
+                    num_classes: n,
+                    ignore_index,
+                }
+            }
+            (None, None) => {
+                return Err(err(
+                    "num_classes",
+                    "a class column needs num_classes (or classes)".into(),
+                ));
+            }
+        },
+        RawKind::Index => {
+            let size = col
+                .size
+                .as_ref()
+                .ok_or_else(|| err("size", "an index column needs size".into()))?;
+            let size = resolve("size", size, &mut sources)?;
+            let size = whole("size", size)?;
+            if size < 1 {
+                return Err(err("size", format!("size is {size}: no index could be valid")));
+            }
+            ValueRule::Index {
+                size,
+                wrap_negative: col.wrap_negative.unwrap_or(false),
+            }
+        }
+        RawKind::Values => {
+            let allowed = col
+                .allowed
+                .as_ref()
+                .ok_or_else(|| err("allowed", "a values column needs allowed".into()))?;
+            if allowed.is_empty() {
+                return Err(err("allowed", "the allowed list is empty: no value could pass".into()));
+            }
+            let mut numbers = Vec::new();
+            let mut strings = Vec::new();
+            for a in allowed {
+                match a {
+                    Scalar::Number(n) => numbers.push(*n),
+                    Scalar::String(s) => strings.push(s.clone()),
+                }
+            }
+            ValueRule::Values { numbers, strings }
+        }
+        RawKind::Range => {
+            let min = col.min.as_ref().map(|b| resolve("min", b, &mut sources)).transpose()?;
+            let max = col.max.as_ref().map(|b| resolve("max", b, &mut sources)).transpose()?;
+            for (key, b) in [("min", min), ("max", max)] {
+                if let Some(Number::Float(f)) = b
+                    && f.is_nan()
+                {
+                    return Err(err(key, "a bound cannot be NaN".into()));
+                }
+            }
+            if let (Some(lo), Some(hi)) = (min, max)
+                && lo.cmp_exact(hi) == Some(Ordering::Greater)
+            {
+                return Err(err(
+                    "min",
+                    format!("min {lo} is greater than max {hi}: no value could pass"),
+                ));
+            }
+            ValueRule::Range { min, max }
+        }
+    };
+
+    let mut length = |key: &str, b: &Option<Bound>| -> Result<Option<u64>, Error> {
+        let Some(b) = b else { return Ok(None) };
+        let n = whole(key, resolve(key, b, &mut sources)?)?;
+        u64::try_from(n)
+            .map(Some)
+            .map_err(|_| err(key, format!("{key} is {n}: a length cannot be negative")))
+    };
+    let max_length = length("max_length", &col.max_length)?;
+    let min_length = length("min_length", &col.min_length)?;
+    if let (Some(lo), Some(hi)) = (min_length, max_length)
+        && lo > hi
+    {
+        return Err(err(
+            "min_length",
+            format!("min_length {lo} is greater than max_length {hi}: no row could pass"),
+        ));
+    }
+    let same_length_as = match &col.same_length_as {
+        None => None,
+        Some(other) if other == name => {
+            return Err(err("same_length_as", "a column cannot be compared with itself".into()));
+        }
+        Some(other) => match names.iter().position(|n| n == other) {
+            Some(i) => Some(i),
+            None => {
+                return Err(err(
+                    "same_length_as",
+                    format!("`{other}` is not a column of this schema (declare it under columns)"),
+                ));
+            }
+        },
+    };
+    let pad_id = match col.pad_id {
+        None => None,
+        Some(n) => {
+            if max_length.is_none() && min_length.is_none() {
+                return Err(err(
+                    "pad_id",
+                    "`pad_id` only changes max_length/min_length; set one of them".into(),
+                ));
+            }
+            Some(whole("pad_id", n)?)
+        }
+    };
+    Ok(ColumnSpec {
+        name: name.to_string(),
+        values,
+        nullable: col.nullable.unwrap_or(false),
+        optional: col.optional.unwrap_or(false),
+        max_length,
+        min_length,
+        same_length_as,
+        pad_id,
+        bound_sources: sources,
+    })
+}

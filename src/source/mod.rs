@@ -1,0 +1,153 @@
+//! Sources: one reader per file format, all yielding Arrow arrays.
+//!
+//! Everything after this module sees `RecordBatch`es only; the check kernels
+//! never learn which format a value came from. A reader splits its file into
+//! *units* (Parquet row groups, IPC record batches, row ranges of a NumPy
+//! array) that can be read independently and in parallel, and reads a unit as
+//! bounded batches tagged with the row (within the file) of their first row.
+//!
+//! Readers report problems as [`ReadError`]s, which carry the cause and where
+//! inside the file it happened; the scanner adds the file's path.
+
+pub mod discover;
+pub mod parquet;
+
+use std::fmt;
+use std::path::Path;
+
+use arrow::array::RecordBatch;
+use arrow::error::ArrowError;
+
+/// Rows per batch handed to the checks: large enough to amortise per-batch
+/// work, small enough that a few batches per thread stay in cache and memory.
+pub const BATCH_ROWS: usize = 64 * 1024;
+
+/// A batch of projected columns and the file row of its first row.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// Row within the file (0-based) of the batch's first row.
+    pub first_row: u64,
+    /// The projected columns, in the order they were asked for.
+    pub batch: RecordBatch,
+}
+
+/// One data file, opened and ready to be read unit by unit.
+pub trait Source: Send + Sync {
+    /// Names of the file's top-level columns, in file order.
+    fn columns(&self) -> &[String];
+
+    /// How many independently readable units the file has.
+    fn units(&self) -> usize;
+
+    /// Reads unit `unit`, projected to the columns at `projection` (indices
+    /// into [`Source::columns`]), calling `sink` with each batch in row order.
+    /// Batch columns come in the order of `projection`.
+    fn read(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError>;
+
+    /// Column statistics for a unit, when the format stores them (Parquet).
+    /// `None` means "unknown": the unit must be read.
+    fn unit_stats(&self, _unit: usize, _column: usize) -> Option<UnitStats> {
+        None
+    }
+}
+
+/// What a format's metadata proves about one column of one unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UnitStats {
+    /// Exact smallest value (integers only).
+    pub min: i128,
+    /// Exact largest value (integers only).
+    pub max: i128,
+    /// Exact number of nulls.
+    pub null_count: u64,
+    /// Rows in the unit.
+    pub rows: u64,
+}
+
+/// A failure inside one file: what went wrong and, where known, where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// The cause, in words.
+    pub message: String,
+    /// Where inside the file, e.g. "row group 3" or "member labels.npy".
+    pub location: Option<String>,
+}
+
+impl ReadError {
+    /// A read error with a cause and no location.
+    pub fn new(message: impl Into<String>) -> Self {
+        ReadError {
+            message: message.into(),
+            location: None,
+        }
+    }
+
+    /// Adds where in the file the error happened, unless already known.
+    pub fn at(mut self, location: impl Into<String>) -> Self {
+        if self.location.is_none() {
+            self.location = Some(location.into());
+        }
+        self
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(loc) => write!(f, "{loc}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<ArrowError> for ReadError {
+    fn from(e: ArrowError) -> Self {
+        ReadError::new(e.to_string())
+    }
+}
+
+impl From<::parquet::errors::ParquetError> for ReadError {
+    fn from(e: ::parquet::errors::ParquetError) -> Self {
+        ReadError::new(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::new(e.to_string())
+    }
+}
+
+/// The formats preflight reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Apache Parquet.
+    Parquet,
+}
+
+impl Format {
+    /// The format a path's name says it has, if any.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        if name.ends_with(".parquet") {
+            Some(Format::Parquet)
+        } else {
+            None
+        }
+    }
+}
+
+/// Opens a data file as a [`Source`], choosing the reader by its format.
+pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
+    match Format::from_path(path) {
+        Some(Format::Parquet) => Ok(Box::new(parquet::ParquetSource::open(path)?)),
+        None => Err(ReadError::new("not a file of a known format")),
+    }
+}

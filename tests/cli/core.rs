@@ -1,0 +1,635 @@
+//! The core rules on Parquet, written by pyarrow: exact counts, rows,
+//! values, exit codes and the JSON layout.
+
+use serde_json::json;
+
+use crate::util::{Env, check, hits, rows};
+
+const LABELS: &str = "columns:\n  label: {kind: class, num_classes: 10}\n";
+
+#[test]
+fn clean_file_passes_with_exit_0() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python("pq.write_table(pa.table({'label': pa.array(list(range(10))*100, pa.int64())}), 'ok.parquet')");
+    let r = env.check_json(&["-s", "s.yaml", "ok.parquet"], 0);
+    assert_eq!(r["ok"], true);
+    assert_eq!(r["files"], 1);
+    assert_eq!(r["rows"], 1000);
+    assert_eq!(r["violations"], 0);
+    assert_eq!(r["errors"], json!([]));
+}
+
+#[test]
+fn class_rule_on_every_integer_width() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    // Bad values at rows 3, 7 and 11 in every type; -100 is ignored.
+    env.python(
+        r#"
+for t in ['int8','int16','int32','int64','uint8','uint16','uint32','uint64']:
+    v = [i % 10 for i in range(20)]
+    signed = t.startswith('int')
+    v[3] = 10
+    v[7] = -1 if signed else 255
+    v[11] = 127 if t == 'int8' else 200
+    if signed: v[15] = -100
+    pq.write_table(pa.table({'label': pa.array(v, getattr(pa, t)())}), f'{t}.parquet')
+"#,
+    );
+    for t in ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"] {
+        let r = env.check_json(&["-s", "s.yaml", &format!("{t}.parquet")], 1);
+        let (n, ex) = hits(&r, "label", "class");
+        assert_eq!(n, 3, "{t}");
+        assert_eq!(ex.iter().map(|e| e.1).collect::<Vec<_>>(), vec![3, 7, 11], "{t}");
+        let signed = t.starts_with("int");
+        assert_eq!(ex[1].2, if signed { json!(-1) } else { json!(255) }, "{t}");
+        assert_eq!(r["violations"], 3);
+    }
+}
+
+#[test]
+fn uint64_above_i64_max_is_out_of_range_not_wrapped() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10, ignore_index: -1}\n",
+    );
+    env.python("pq.write_table(pa.table({'label': pa.array([0, 18446744073709551615, 9223372036854775808, 5], pa.uint64())}), 'u.parquet')");
+    let r = env.check_json(&["-s", "s.yaml", "u.parquet"], 1);
+    let (n, ex) = hits(&r, "label", "class");
+    assert_eq!(n, 2);
+    assert_eq!(ex[0].2, json!(18446744073709551615u64));
+    assert_eq!(ex[1].2, json!(9223372036854775808u64));
+}
+
+#[test]
+fn ignore_index_default_custom_and_null() {
+    let env = Env::new();
+    env.python("pq.write_table(pa.table({'label': pa.array([0, -100, 255, 1, -100], pa.int64())}), 'm.parquet')");
+    env.write("default.yaml", LABELS);
+    env.write(
+        "seg.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10, ignore_index: 255}\n",
+    );
+    env.write(
+        "none.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10, ignore_index: null}\n",
+    );
+    let r = env.check_json(&["-s", "default.yaml", "m.parquet"], 1);
+    assert_eq!(rows(&r, "label", "class"), vec![2]);
+    let r = env.check_json(&["-s", "seg.yaml", "m.parquet"], 1);
+    assert_eq!(rows(&r, "label", "class"), vec![1, 4]);
+    assert!(
+        check(&r, "label", "class")["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("-100")
+    );
+    let r = env.check_json(&["-s", "none.yaml", "m.parquet"], 1);
+    assert_eq!(rows(&r, "label", "class"), vec![1, 2, 4]);
+}
+
+#[test]
+fn floats_holding_whole_numbers() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(
+        r#"
+v = [0.0, 3.0, 9.0, 1e20, 3.5, float('nan'), float('inf'), -100.0, 10.0, -0.0]
+pq.write_table(pa.table({'label': pa.array(v, pa.float64())}), 'f64.parquet')
+pq.write_table(pa.table({'label': pa.array(v, pa.float32())}), 'f32.parquet')
+"#,
+    );
+    for f in ["f64.parquet", "f32.parquet"] {
+        let r = env.check_json(&["-s", "s.yaml", f], 1);
+        let (n, ex) = hits(&r, "label", "class");
+        assert_eq!(n, 2, "{f}");
+        assert_eq!(ex.iter().map(|e| e.1).collect::<Vec<_>>(), vec![3, 8]);
+        let big = if f == "f32.parquet" { 1e20_f32 as f64 } else { 1e20 };
+        assert_eq!(ex[0].2.as_f64(), Some(big));
+        let (n, ex) = hits(&r, "label", "not_integer");
+        assert_eq!(n, 3, "{f}");
+        assert_eq!(ex.iter().map(|e| e.1).collect::<Vec<_>>(), vec![4, 5, 6]);
+        assert_eq!(ex[0].2, json!(3.5));
+        assert_eq!(ex[1].2, json!("NaN"));
+        assert_eq!(ex[2].2, json!("inf"));
+        assert_eq!(r["violations"], 5);
+    }
+}
+
+#[test]
+fn dictionary_encoded_columns_and_unused_entries() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    // The dictionary holds 42 and 77, but only 42 is used (rows 2 and 5).
+    env.python(
+        r#"
+idx = pa.array([0, 1, 3, 1, None, 3, 0], pa.int32())
+d = pa.DictionaryArray.from_arrays(idx, pa.array([0, 1, 77, 42], pa.int64()))
+pq.write_table(pa.table({'label': d}), 'd.parquet')
+s = pa.array(['cat', 'dog', 'cat', None, 'bird']).dictionary_encode()
+pq.write_table(pa.table({'label': s}), 'ds.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "d.parquet"], 1);
+    let (n, ex) = hits(&r, "label", "class");
+    assert_eq!(n, 2);
+    assert_eq!(
+        ex.iter().map(|e| (e.1, e.2.clone())).collect::<Vec<_>>(),
+        vec![(2, json!(42)), (5, json!(42))]
+    );
+    assert_eq!(rows(&r, "label", "null"), vec![4]);
+    env.write("v.yaml", "columns:\n  label: {kind: values, allowed: [cat, dog]}\n");
+    let r = env.check_json(&["-s", "v.yaml", "ds.parquet"], 1);
+    assert_eq!(
+        hits(&r, "label", "values").1,
+        vec![("ds.parquet".to_string(), 4, json!("bird"))]
+    );
+    assert_eq!(rows(&r, "label", "null"), vec![3]);
+    let r = env.check_json(&["-s", "s.yaml", "ds.parquet"], 1);
+    assert_eq!(hits(&r, "label", "not_integer").0, 4);
+}
+
+#[test]
+fn list_columns_elements_nulls_and_lengths() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  ids: {kind: index, size: 100, max_length: 4, min_length: 1}\n  mask: {kind: values, allowed: [0, 1], same_length_as: ids}\n",
+    );
+    env.python(
+        r#"
+ids = [[1, 2, 3], [100, 5], None, [1, 2, 3, 4, 5], [], [7, None, -1], [99]]
+mask = [[1, 1, 1], [1, 2], [1], [1, 1, 1, 1, 1], [], [1, 1], None]
+for name, t in [('list', pa.list_(pa.int32())), ('large', pa.large_list(pa.int64()))]:
+    pq.write_table(pa.table({'ids': pa.array(ids, t), 'mask': pa.array(mask, pa.list_(pa.int8()))}), f'{name}.parquet')
+"#,
+    );
+    for f in ["list.parquet", "large.parquet"] {
+        let r = env.check_json(&["-s", "s.yaml", f], 1);
+        let (n, ex) = hits(&r, "ids", "index");
+        assert_eq!(n, 2, "{f}");
+        assert_eq!(
+            ex.iter().map(|e| (e.1, e.2.clone())).collect::<Vec<_>>(),
+            vec![(1, json!(100)), (5, json!(-1))]
+        );
+        // One null row and one null element.
+        assert_eq!(rows(&r, "ids", "null"), vec![2, 5]);
+        assert_eq!(
+            hits(&r, "ids", "max_length")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(3, json!(5))]
+        );
+        assert_eq!(rows(&r, "ids", "min_length"), vec![4]);
+        assert_eq!(
+            hits(&r, "mask", "values")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(1, json!(2))]
+        );
+        // Row 2 (ids null) and row 6 (mask null) are skipped; row 5 differs.
+        assert_eq!(
+            hits(&r, "mask", "same_length_as")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(5, json!(2))]
+        );
+        assert_eq!(r["violations"], 2 + 2 + 1 + 1 + 1 + 1 + 1);
+    }
+}
+
+#[test]
+fn fixed_size_and_nested_lists() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  m: {kind: class, num_classes: 3, max_length: 2}\n",
+    );
+    env.python(
+        r#"
+fsl = pa.FixedSizeListArray.from_arrays(pa.array([0, 1, 2, 3, 1, 1, 255, 0, 2], pa.uint8()), 3)
+pq.write_table(pa.table({'m': fsl}), 'fsl.parquet')
+nested = [[[0, 1], [2]], [[3]], [[0], None, [1, 5, 7]], None]
+pq.write_table(pa.table({'m': pa.array(nested, pa.list_(pa.list_(pa.int64())))}), 'nested.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "fsl.parquet"], 1);
+    assert_eq!(
+        hits(&r, "m", "class")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!(3)), (2, json!(255))]
+    );
+    assert_eq!(hits(&r, "m", "max_length").0, 3);
+    assert!(
+        check(&r, "m", "class")["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ignore_index: 255")
+    );
+    let r = env.check_json(&["-s", "s.yaml", "nested.parquet"], 1);
+    assert_eq!(
+        hits(&r, "m", "class")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!(3)), (2, json!(5)), (2, json!(7))]
+    );
+    // The inner null list of row 2 and the null row 3.
+    assert_eq!(rows(&r, "m", "null"), vec![2, 3]);
+    // Length is the outer list: row 2 has 3 inner lists.
+    assert_eq!(
+        hits(&r, "m", "max_length")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(2, json!(3))]
+    );
+}
+
+#[test]
+fn range_rule_compares_exactly_as_stored() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  p: {kind: range, min: 0.0, max: 0.1}\n  q: {kind: range, min: 0, max: 1}\n",
+    );
+    env.python(
+        r#"
+p = pa.array([0.0, 0.1, 0.05, -0.0, 0.1000001], pa.float32())
+q = pa.array([0.0, 1.0, float('nan'), float('-inf'), 1.0000000000000002], pa.float64())
+pq.write_table(pa.table({'p': p, 'q': q}), 'r.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "r.parquet"], 1);
+    // float32 0.1 is slightly more than 0.1.
+    assert_eq!(rows(&r, "p", "range"), vec![1, 4]);
+    assert_eq!(rows(&r, "q", "range"), vec![2, 3, 4]);
+    assert_eq!(hits(&r, "q", "range").1[1].2, json!("-inf"));
+    // range has no not_integer rule.
+    let rules: Vec<&str> = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["column"] == "p")
+        .map(|c| c["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, vec!["range", "null"]);
+}
+
+#[test]
+fn booleans_are_zero_and_one_and_strings_compare_exactly() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  b: {kind: class, num_classes: 1}\n  s: {kind: values, allowed: [yes, 'no', 1]}\n",
+    );
+    env.python("pq.write_table(pa.table({'b': pa.array([False, True, False]), 's': pa.array(['yes', 'Yes', '1'])}), 'b.parquet')");
+    let r = env.check_json(&["-s", "s.yaml", "b.parquet"], 1);
+    assert_eq!(
+        hits(&r, "b", "class")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!(1))]
+    );
+    // '1' is a string, and strings compare exactly: neither 'Yes' nor '1' is allowed.
+    assert_eq!(rows(&r, "s", "values"), vec![1, 2]);
+}
+
+#[test]
+fn nulls_violate_only_the_null_rule_unless_nullable() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.write(
+        "n.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10, nullable: true}\n",
+    );
+    env.python("pq.write_table(pa.table({'label': pa.array([1, None, 12, None], pa.int64())}), 'n.parquet')");
+    let r = env.check_json(&["-s", "s.yaml", "n.parquet"], 1);
+    assert_eq!(
+        hits(&r, "label", "null")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!(null)), (3, json!(null))]
+    );
+    assert_eq!(rows(&r, "label", "class"), vec![2]);
+    assert_eq!(hits(&r, "label", "not_integer").0, 0);
+    let r = env.check_json(&["-s", "n.yaml", "n.parquet"], 1);
+    assert_eq!(hits(&r, "label", "null").0, 0);
+    assert_eq!(r["violations"], 1);
+}
+
+#[test]
+fn json_layout_matches_the_spec() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 2}\n  input_ids: {kind: index, size: 30522, max_length: 512}\n  extra: {kind: values, allowed: [0], optional: true}\n",
+    );
+    env.python(
+        r#"
+os.mkdir('data')
+pq.write_table(pa.table({'label': pa.array([0, 1, 5], pa.int64()), 'input_ids': pa.array([[1], [2, 3], [4]], pa.list_(pa.int32()))}), 'data/a.parquet')
+pq.write_table(pa.table({'label': pa.array([1], pa.int64()), 'input_ids': pa.array([list(range(600))], pa.list_(pa.int32()))}), 'data/b.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "data"], 1);
+    let order: Vec<(String, String)> = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["column"].as_str().unwrap().to_string(),
+                c["rule"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("label", "class"),
+        ("label", "null"),
+        ("label", "not_integer"),
+        ("input_ids", "index"),
+        ("input_ids", "null"),
+        ("input_ids", "not_integer"),
+        ("input_ids", "max_length"),
+        ("extra", "values"),
+        ("extra", "null"),
+    ];
+    assert_eq!(
+        order,
+        want.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["files"], 2);
+    assert_eq!(r["rows"], 4);
+    assert_eq!(r["violations"], 2);
+    assert_eq!(
+        check(&r, "label", "class")["examples"],
+        json!([{"file": "data/a.parquet", "row": 2, "value": 5}])
+    );
+    assert_eq!(
+        check(&r, "input_ids", "max_length")["examples"],
+        json!([{"file": "data/b.parquet", "row": 0, "value": 600}])
+    );
+    // Top-level keys in the SPEC's order, by their text position.
+    let text = env.run(&["check", "--format", "json", "-s", "s.yaml", "data"]).stdout;
+    let pos: Vec<usize> = [
+        "\"ok\"",
+        "\"files\"",
+        "\"rows\"",
+        "\"violations\"",
+        "\"checks\"",
+        "\"errors\"",
+    ]
+    .iter()
+    .map(|k| text.find(k).unwrap())
+    .collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
+}
+
+#[test]
+fn corrupt_file_gives_exit_2_and_other_files_are_still_checked() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(
+        r#"
+os.mkdir('d')
+pq.write_table(pa.table({'label': pa.array([1, 11], pa.int64())}), 'd/a.parquet')
+open('d/b.parquet', 'wb').write(b'this is not parquet at all, not even close')
+data = open('d/a.parquet', 'rb').read()
+open('d/c.parquet', 'wb').write(data[: len(data) // 2])
+pq.write_table(pa.table({'label': pa.array([12], pa.int64())}), 'd/z.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "d"], 2);
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["files"], 4);
+    assert_eq!(
+        hits(&r, "label", "class")
+            .1
+            .iter()
+            .map(|e| (e.0.clone(), e.1))
+            .collect::<Vec<_>>(),
+        vec![("d/a.parquet".into(), 1), ("d/z.parquet".into(), 0)]
+    );
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors[0]["file"], "d/b.parquet");
+    assert_eq!(errors[1]["file"], "d/c.parquet");
+    let run = env.run(&["check", "-s", "s.yaml", "d"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.contains("d/b.parquet"), "{}", run.stdout);
+}
+
+#[test]
+fn missing_column_is_an_error_unless_optional_and_other_columns_still_count() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 2}\n  ids: {kind: index, size: 5}\n",
+    );
+    env.write(
+        "o.yaml",
+        "columns:\n  label: {kind: class, num_classes: 2}\n  ids: {kind: index, size: 5, optional: true}\n",
+    );
+    env.python("pq.write_table(pa.table({'label': pa.array([0, 3], pa.int64())}), 'a.parquet')");
+    let r = env.check_json(&["-s", "s.yaml", "a.parquet"], 2);
+    assert_eq!(rows(&r, "label", "class"), vec![1]);
+    assert!(r["errors"][0]["message"].as_str().unwrap().contains("`ids`"));
+    let r = env.check_json(&["-s", "o.yaml", "a.parquet"], 1);
+    assert_eq!(r["errors"], json!([]));
+    assert_eq!(hits(&r, "ids", "index").0, 0);
+}
+
+#[test]
+fn report_is_identical_for_every_jobs_value() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 7}\n  ids: {kind: index, size: 50, max_length: 6}\n",
+    );
+    env.python(
+        r#"
+rng = np.random.default_rng(7)
+os.mkdir('d')
+for f in range(6):
+    n = 5000
+    label = rng.integers(-2, 8, n)
+    ids = [list(rng.integers(0, 52, rng.integers(0, 8))) for _ in range(n)]
+    pq.write_table(pa.table({'label': label, 'ids': pa.array(ids, pa.list_(pa.int64()))}), f'd/part-{f}.parquet', row_group_size=700)
+"#,
+    );
+    let one = env.run(&["check", "--format", "json", "-s", "s.yaml", "d", "--jobs", "1"]);
+    assert_eq!(one.code, 1);
+    for jobs in ["2", "4", "8"] {
+        let other = env.run(&["check", "--format", "json", "-s", "s.yaml", "d", "--jobs", jobs]);
+        assert_eq!(one.stdout, other.stdout, "--jobs {jobs}");
+    }
+    let human1 = env.run(&["check", "-s", "s.yaml", "d", "--jobs", "1"]).stdout;
+    let human4 = env.run(&["check", "-s", "s.yaml", "d", "--jobs", "4"]).stdout;
+    let strip = |s: &str| s.lines().filter(|l| !l.contains(" s)")).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(&human1), strip(&human4));
+}
+
+#[test]
+fn max_examples_and_first_examples_in_file_row_order() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(
+        r#"
+pq.write_table(pa.table({'label': pa.array([10]*5 + [0]*5 + [11]*5, pa.int64())}), 'b.parquet', row_group_size=3)
+pq.write_table(pa.table({'label': pa.array([0, 12], pa.int64())}), 'a.parquet')
+"#,
+    );
+    let r = env.check_json(
+        &[
+            "-s",
+            "s.yaml",
+            "b.parquet",
+            "a.parquet",
+            "--max-examples",
+            "3",
+            "--jobs",
+            "3",
+        ],
+        1,
+    );
+    let (n, ex) = hits(&r, "label", "class");
+    assert_eq!(n, 11);
+    assert_eq!(
+        ex.iter().map(|e| (e.0.as_str(), e.1)).collect::<Vec<_>>(),
+        vec![("a.parquet", 1), ("b.parquet", 0), ("b.parquet", 1)]
+    );
+    let r = env.check_json(&["-s", "s.yaml", "b.parquet", "--max-examples", "0"], 1);
+    assert_eq!(check(&r, "label", "class")["examples"], json!([]));
+}
+
+#[test]
+fn dataset_files_default_schema_globs_and_directories() {
+    let env = Env::new();
+    env.python(
+        r#"
+os.makedirs('proj/data/sub')
+os.makedirs('proj/data/.hidden')
+for p in ['proj/data/train-0.parquet', 'proj/data/train-1.parquet', 'proj/data/sub/x.parquet', 'proj/data/.hidden/h.parquet']:
+    pq.write_table(pa.table({'label': pa.array([0, 10], pa.int64())}), p)
+open('proj/data/README.md', 'w').write('not data')
+open('proj/data/state.json', 'w').write('{}')
+"#,
+    );
+    env.write(
+        "proj/preflight.yaml",
+        &format!("dataset:\n  files: [\"data/train-*.parquet\"]\n{LABELS}"),
+    );
+    let r = env.check_json(&["-s", "proj/preflight.yaml"], 1);
+    assert_eq!(r["files"], 2);
+    assert_eq!(
+        hits(&r, "label", "class")
+            .1
+            .iter()
+            .map(|e| e.0.as_str())
+            .collect::<Vec<_>>(),
+        vec!["proj/data/train-0.parquet", "proj/data/train-1.parquet"]
+    );
+    // Default schema: preflight.yaml in the working directory.
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args(["check", "--format", "json"])
+        .current_dir(env.path("proj"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(hits(&r, "label", "class").1[0].0, "data/train-0.parquet");
+    // A directory: recursive, hidden entries and other formats skipped.
+    env.write("s.yaml", LABELS);
+    let r = env.check_json(&["-s", "s.yaml", "proj/data"], 1);
+    assert_eq!(r["files"], 3);
+    assert_eq!(
+        hits(&r, "label", "class")
+            .1
+            .iter()
+            .map(|e| e.0.as_str())
+            .collect::<Vec<_>>(),
+        vec![
+            "proj/data/sub/x.parquet",
+            "proj/data/train-0.parquet",
+            "proj/data/train-1.parquet"
+        ]
+    );
+    // A glob that matches nothing, and a file that does not exist.
+    let r = env.check_json(&["-s", "s.yaml", "nothing-*.parquet", "missing.parquet"], 2);
+    assert_eq!(r["errors"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn human_report_names_column_rule_bound_examples_and_hint() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python("pq.write_table(pa.table({'label': pa.array([1, 2, 10, 5, 10, 3], pa.int64())}), 'l.parquet')");
+    let run = env.run(&["check", "-s", "s.yaml", "l.parquet"]);
+    assert_eq!(run.code, 1);
+    let out = run.stdout;
+    assert!(
+        out.contains("error[class]: column `label`: 2 values violate 0 <= v < 10"),
+        "{out}"
+    );
+    assert!(out.contains("  --> l.parquet:2: 10\n  --> l.parquet:4: 10\n"), "{out}");
+    assert!(out.contains("1-indexed"), "{out}");
+    assert!(out.contains("FAILED: 2 violations in 1 check: 1 file, 6 rows"), "{out}");
+    assert!(
+        run.stderr.is_empty(),
+        "nothing on stderr when it is not a terminal: {}",
+        run.stderr
+    );
+    env.python("pq.write_table(pa.table({'label': pa.array([0, 1], pa.int64())}), 'ok.parquet')");
+    let out = env.run(&["check", "-s", "s.yaml", "ok.parquet"]).stdout;
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.starts_with("ok: every rule holds: 1 file, 2 rows"), "{out}");
+}
+
+#[test]
+fn hints_for_common_causes() {
+    let env = Env::new();
+    env.write(
+        "v.yaml",
+        "columns:\n  ids: {kind: index, size: 30522, max_length: 4}\n  label: {kind: class, num_classes: 3}\n",
+    );
+    env.python(
+        r#"
+pq.write_table(pa.table({'ids': pa.array([[1, 30522], [30523, 2, 3, 4, 5]], pa.list_(pa.int64())), 'label': pa.array([-1, 0], pa.int64())}), 'h.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "v.yaml", "h.parquet"], 1);
+    assert!(
+        check(&r, "ids", "index")["hint"]
+            .as_str()
+            .unwrap()
+            .contains("resize_token_embeddings")
+    );
+    assert!(
+        check(&r, "ids", "max_length")["hint"]
+            .as_str()
+            .unwrap()
+            .contains("truncation")
+    );
+    assert!(check(&r, "label", "class")["hint"].as_str().unwrap().contains("-1"));
+}

@@ -1,0 +1,141 @@
+//! Test environment: a temporary directory, real files written by real
+//! writers (pyarrow through the venv that run-tests.sh creates, or the
+//! parquet crate), and the real binary run on them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// The venv's Python (run-tests.sh exports it).
+pub fn python_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("PREFLIGHT_TEST_PYTHON") {
+        return p.into();
+    }
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-venv/bin/python");
+    assert!(
+        local.exists(),
+        "these tests write files with pyarrow: run ./run-tests.sh, which creates the venv"
+    );
+    local
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    /// Runs a Python script (pyarrow, numpy, pandas imported as pa, pq, np,
+    /// pd) in the environment's directory.
+    pub fn python(&self, script: &str) {
+        let prelude = "import pyarrow as pa, pyarrow.parquet as pq, numpy as np, pandas as pd, os, json\n";
+        let out = Command::new(python_bin())
+            .arg("-c")
+            .arg(format!("{prelude}{script}"))
+            .current_dir(self.dir.path())
+            .output()
+            .expect("run python");
+        assert!(
+            out.status.success(),
+            "python failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            script
+        );
+    }
+
+    /// Runs `preflight ARGS` in the environment's directory.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .expect("run preflight");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `preflight check --format json ARGS`, asserting the exit code.
+    pub fn check_json(&self, args: &[&str], code: i32) -> Value {
+        let mut all = vec!["check", "--format", "json"];
+        all.extend_from_slice(args);
+        let r = self.run(&all);
+        assert_eq!(
+            r.code, code,
+            "exit code of {all:?}\nstdout:\n{}\nstderr:\n{}",
+            r.stdout, r.stderr
+        );
+        r.json()
+    }
+}
+
+/// The check entry for (column, rule).
+pub fn check<'a>(report: &'a Value, column: &str, rule: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["column"] == column && c["rule"] == rule)
+        .unwrap_or_else(|| panic!("no check {column}/{rule} in {report:#}"))
+}
+
+/// (violations, [(file, row, value)]) of a check.
+pub fn hits(report: &Value, column: &str, rule: &str) -> (u64, Vec<(String, u64, Value)>) {
+    let c = check(report, column, rule);
+    let examples = c["examples"]
+        .as_array()
+        .expect("examples")
+        .iter()
+        .map(|e| {
+            (
+                e["file"].as_str().expect("file").to_string(),
+                e["row"].as_u64().expect("row"),
+                e["value"].clone(),
+            )
+        })
+        .collect();
+    (c["violations"].as_u64().expect("violations"), examples)
+}
+
+/// Rows of the examples of a check.
+pub fn rows(report: &Value, column: &str, rule: &str) -> Vec<u64> {
+    hits(report, column, rule).1.into_iter().map(|(_, r, _)| r).collect()
+}
