@@ -10,6 +10,8 @@
 //! inside the file it happened; the scanner adds the file's path.
 
 pub mod discover;
+pub mod ipc;
+pub mod npy;
 pub mod parquet;
 
 use std::fmt;
@@ -130,16 +132,25 @@ impl From<std::io::Error> for ReadError {
 pub enum Format {
     /// Apache Parquet.
     Parquet,
+    /// Arrow IPC, file or stream (decided by content).
+    Ipc,
+    /// A NumPy `.npy` array: one column named by the file's stem.
+    Npy,
+    /// A NumPy `.npz` archive: one column per member.
+    Npz,
 }
 
 impl Format {
     /// The format a path's name says it has, if any.
     pub fn from_path(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        if name.ends_with(".parquet") {
-            Some(Format::Parquet)
-        } else {
-            None
+        let ext = name.rsplit_once('.').map(|(_, e)| e)?;
+        match ext {
+            "parquet" => Some(Format::Parquet),
+            "arrow" | "feather" | "ipc" | "arrows" => Some(Format::Ipc),
+            "npy" => Some(Format::Npy),
+            "npz" => Some(Format::Npz),
+            _ => None,
         }
     }
 }
@@ -148,6 +159,19 @@ impl Format {
 pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
     match Format::from_path(path) {
         Some(Format::Parquet) => Ok(Box::new(parquet::ParquetSource::open(path)?)),
+        Some(Format::Ipc) => Ok(Box::new(ipc::IpcSource::open(path)?)),
+        Some(Format::Npy) => Ok(Box::new(npy::NpySource::open(path)?)),
+        Some(Format::Npz) => Ok(Box::new(npy::NpzSource::open(path)?)),
         None => Err(ReadError::new("not a file of a known format")),
+    }
+}
+
+/// The Python with the foreign writers (numpy, pyarrow) that unit tests use
+/// to write real files: run-tests.sh exports it.
+#[cfg(test)]
+pub(crate) fn test_python() -> std::path::PathBuf {
+    match std::env::var_os("PREFLIGHT_TEST_PYTHON") {
+        Some(p) => p.into(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-venv/bin/python"),
     }
 }

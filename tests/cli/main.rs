@@ -1,6 +1,7 @@
 //! One integration binary: the real `preflight` run on real files.
 
 mod core;
+mod formats;
 mod sample_data;
 mod schema_errors;
 mod util;

@@ -1,0 +1,164 @@
+//! Arrow IPC: the file format (`.arrow`, `.feather` v2, `.ipc`), one unit per
+//! record batch, and the stream format (`.arrows`, and the `.arrow` files of
+//! Hugging Face `datasets` caches and `save_to_disk` folders), read as one
+//! sequential unit. Which of the two a file holds is decided by its first
+//! bytes, never by its name.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use arrow::array::RecordBatch;
+use arrow::ipc::reader::{FileReader, StreamReader, read_footer_length};
+use arrow::ipc::{root_as_footer, root_as_message};
+
+use super::{BATCH_ROWS, Batch, ReadError, Source};
+
+const FILE_MAGIC: &[u8; 6] = b"ARROW1";
+
+/// An Arrow IPC file or stream.
+pub struct IpcSource {
+    path: PathBuf,
+    columns: Vec<String>,
+    /// `None` for a stream; for a file, the file row of each batch's first row.
+    batches: Option<Vec<u64>>,
+}
+
+impl IpcSource {
+    /// Opens `path` and reads its schema (and, for a file, its footer).
+    pub fn open(path: &Path) -> Result<IpcSource, ReadError> {
+        let mut head = [0u8; 6];
+        let n = File::open(path)?.read(&mut head)?;
+        if n == 6 && &head == FILE_MAGIC {
+            let reader = FileReader::try_new(File::open(path)?, None)?;
+            let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+            let first_rows = batch_first_rows(path)?;
+            if first_rows.len() != reader.num_batches() {
+                return Err(ReadError::new("the footer's record batches cannot be read"));
+            }
+            Ok(IpcSource {
+                path: path.to_path_buf(),
+                columns,
+                batches: Some(first_rows),
+            })
+        } else {
+            let reader = StreamReader::try_new(BufReader::new(File::open(path)?), None)
+                .map_err(|e| ReadError::new(format!("not an Arrow IPC file or stream: {e}")))?;
+            let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+            Ok(IpcSource {
+                path: path.to_path_buf(),
+                columns,
+                batches: None,
+            })
+        }
+    }
+}
+
+impl Source for IpcSource {
+    fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    fn units(&self) -> usize {
+        self.batches.as_ref().map_or(1, Vec::len)
+    }
+
+    fn read(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        // Readers project in file order; put the columns in the asked order.
+        let mut sorted = projection.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let order: Vec<usize> = projection
+            .iter()
+            .map(|p| sorted.binary_search(p).unwrap_or(0))
+            .collect();
+        let mut emit = |first_row: u64, batch: RecordBatch| -> Result<(), ReadError> {
+            let batch = batch.project(&order)?;
+            // IPC batches can be large: hand them on in bounded slices.
+            let mut offset = 0;
+            while offset < batch.num_rows() || (offset == 0 && batch.num_rows() == 0) {
+                let len = BATCH_ROWS.min(batch.num_rows() - offset);
+                sink(Batch {
+                    first_row: first_row + offset as u64,
+                    batch: batch.slice(offset, len),
+                })?;
+                offset += len.max(1);
+            }
+            Ok(())
+        };
+        match &self.batches {
+            Some(first_rows) => {
+                let at = || format!("record batch {unit}");
+                let mut reader = FileReader::try_new(File::open(&self.path)?, Some(sorted.clone()))?;
+                let first_row = first_rows.get(unit).copied().unwrap_or(0);
+                reader.set_index(unit).map_err(|e| ReadError::from(e).at(at()))?;
+                match reader.next() {
+                    Some(batch) => emit(first_row, batch.map_err(|e| ReadError::from(e).at(at()))?),
+                    None => Err(ReadError::new("record batch is missing").at(at())),
+                }
+            }
+            None => {
+                let reader = StreamReader::try_new(BufReader::new(File::open(&self.path)?), Some(sorted.clone()))?;
+                let mut row = 0u64;
+                for (i, batch) in reader.enumerate() {
+                    let batch = batch.map_err(|e| ReadError::from(e).at(format!("record batch {i}")))?;
+                    let n = batch.num_rows() as u64;
+                    emit(row, batch)?;
+                    row += n;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The file row of each record batch's first row, from the batches' message
+/// headers alone (the footer holds no row counts; bodies are not read).
+fn batch_first_rows(path: &Path) -> Result<Vec<u64>, ReadError> {
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut read_at = |offset: u64, n: u64| -> Result<Vec<u8>, ReadError> {
+        if offset.checked_add(n).is_none_or(|end| end > len) {
+            return Err(ReadError::new(format!(
+                "truncated: needs bytes {offset}..{} of {len}",
+                offset.saturating_add(n)
+            )));
+        }
+        let mut buf = vec![0u8; n as usize];
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(&mut buf)?;
+        Ok(buf)
+    };
+    let trailer: [u8; 10] = read_at(len.saturating_sub(10), 10)?.try_into().unwrap_or([0; 10]);
+    let footer_len = read_footer_length(trailer)? as u64;
+    let footer = read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
+    let footer = root_as_footer(&footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+    let mut first_rows = Vec::new();
+    let mut next = 0u64;
+    for (i, block) in footer.recordBatches().into_iter().flatten().enumerate() {
+        let at = || format!("record batch {i}");
+        let offset = u64::try_from(block.offset()).map_err(|_| ReadError::new("negative offset").at(at()))?;
+        let meta_len = u64::try_from(block.metaDataLength()).map_err(|_| ReadError::new("negative length").at(at()))?;
+        let meta = read_at(offset, meta_len).map_err(|e| e.at(at()))?;
+        // A continuation marker and a length precede the flatbuffer (older
+        // writers: the length alone).
+        let body = match meta.get(..4) {
+            Some([0xff, 0xff, 0xff, 0xff]) => meta.get(8..),
+            _ => meta.get(4..),
+        }
+        .unwrap_or_default();
+        let message = root_as_message(body).map_err(|e| ReadError::new(format!("invalid message: {e}")).at(at()))?;
+        let rows = message
+            .header_as_record_batch()
+            .map(|b| b.length())
+            .ok_or_else(|| ReadError::new("not a record batch").at(at()))?;
+        first_rows.push(next);
+        next = next.saturating_add(u64::try_from(rows).map_err(|_| ReadError::new("negative row count").at(at()))?);
+    }
+    Ok(first_rows)
+}

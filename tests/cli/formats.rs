@@ -1,0 +1,245 @@
+//! Every format, written by the writers people use, with planted violations
+//! at known rows: the same rules and report as Parquet.
+
+use serde_json::json;
+
+use crate::util::{Env, hits, rows};
+
+const LABELS: &str = "columns:\n  label: {kind: class, num_classes: 10}\n";
+
+/// label: 0..9 repeating over `n` rows, bad values at rows 5 (10), 77 (-1),
+/// n-1 (255); -100 at row 9 (ignored).
+const PLANT: &str = r#"
+def labels(n):
+    v = np.arange(n, dtype=np.int64) % 10
+    v[5] = 10; v[77] = -1; v[n - 1] = 255; v[9] = -100
+    return v
+"#;
+
+#[test]
+fn arrow_ipc_file_stream_and_feather() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(&format!(
+        r#"{PLANT}
+import pyarrow.feather as feather, pyarrow.ipc as ipc
+t = pa.table({{'x': pa.array(np.zeros(200000)), 'label': labels(200000)}})
+with ipc.new_file('f.arrow', t.schema) as w:
+    for b in t.to_batches(max_chunksize=30000): w.write_batch(b)
+with ipc.new_stream('s.arrows', t.schema) as w:
+    for b in t.to_batches(max_chunksize=30000): w.write_batch(b)
+# a stream named .arrow, as Hugging Face caches are
+with ipc.new_stream('hf.arrow', t.schema) as w:
+    for b in t.to_batches(max_chunksize=1000): w.write_batch(b)
+feather.write_feather(t, 'lz4.feather')
+feather.write_feather(t, 'zstd.feather', compression='zstd', chunksize=7000)
+"#
+    ));
+    for f in ["f.arrow", "s.arrows", "hf.arrow", "lz4.feather", "zstd.feather"] {
+        let r = env.check_json(&["-s", "s.yaml", f, "--jobs", "3"], 1);
+        assert_eq!(r["rows"], 200000, "{f}");
+        let (n, ex) = hits(&r, "label", "class");
+        assert_eq!(n, 3, "{f}");
+        assert_eq!(
+            ex.iter().map(|e| (e.1, e.2.clone())).collect::<Vec<_>>(),
+            vec![(5, json!(10)), (77, json!(-1)), (199999, json!(255))],
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn hugging_face_save_to_disk_with_class_label() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 3}\n  input_ids: {kind: index, size: 100, max_length: 8}\n",
+    );
+    env.python(
+        r#"
+import datasets
+feats = datasets.Features({'label': datasets.ClassLabel(names=['a', 'b', 'c']), 'input_ids': datasets.Sequence(datasets.Value('int32'))})
+ids = [[1, 2, 3]] * 3000
+ids[1500] = [1, 100]
+ids[2999] = list(range(9))
+labels = [i % 3 for i in range(3000)]
+labels[42] = -1
+ds = datasets.Dataset.from_dict({'label': labels, 'input_ids': ids}, features=feats)
+ds.save_to_disk('saved', max_shard_size='20KB')
+dd = datasets.DatasetDict({'train': ds, 'test': ds.select(range(100))})
+dd.save_to_disk('dict')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "saved"], 1);
+    assert_eq!(r["rows"], 3000);
+    assert!(r["files"].as_u64().unwrap() >= 2, "several shards: {}", r["files"]);
+    assert_eq!(hits(&r, "label", "class").0, 1);
+    assert_eq!(hits(&r, "input_ids", "index").0, 1);
+    assert_eq!(hits(&r, "input_ids", "max_length").0, 1);
+    let r = env.check_json(&["-s", "s.yaml", "dict"], 1);
+    assert_eq!(r["rows"], 3100);
+    assert_eq!(hits(&r, "label", "class").1[0].0, "dict/test/data-00000-of-00001.arrow");
+    assert_eq!(hits(&r, "label", "class").0, 2);
+}
+
+#[test]
+fn numpy_npy_every_dtype_order_and_endianness() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  labels: {kind: class, num_classes: 10}\n");
+    env.python(&format!(
+        r#"{PLANT}
+os.mkdir('d')
+base = labels(300000)
+for t in ['<i2', '>i2', '<i4', '>i4', '<i8', '>i8', '<f4', '>f8', '<f2']:
+    os.makedirs(f'd/{{t[1:]}}{{"be" if t[0] == ">" else "le"}}', exist_ok=True)
+    np.save(f'd/{{t[1:]}}{{"be" if t[0] == ">" else "le"}}/labels.npy', base.astype(t))
+u = base.copy(); u[77] = 11; u[9] = 1
+for t in ['u1', '>u2', '<u4', 'u8']:
+    os.makedirs(f'd/{{t}}', exist_ok=True)
+    np.save(f'd/{{t}}/labels.npy', u.astype(t))
+"#
+    ));
+    let r = env.check_json(&["-s", "s.yaml", "d"], 1);
+    let files = r["files"].as_u64().unwrap();
+    assert_eq!(files, 13);
+    assert_eq!(r["rows"], 300000 * 13);
+    // Every file has 3 bad values: rows 5, 77 and 299999.
+    assert_eq!(hits(&r, "labels", "class").0, 3 * 13);
+    let r = env.check_json(&["-s", "s.yaml", "d/i8le/labels.npy", "--max-examples", "10"], 1);
+    assert_eq!(rows(&r, "labels", "class"), vec![5, 77, 299999]);
+}
+
+#[test]
+fn numpy_two_dimensional_fortran_and_npz() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  ids: {kind: index, size: 50, max_length: 6}\n  mask: {kind: class, num_classes: 2, ignore_index: 255}\n");
+    env.python(
+        r#"
+ids = np.arange(4000 * 6, dtype=np.int64).reshape(4000, 6) % 50
+ids[100, 3] = 50; ids[3999, 0] = -2
+np.save('ids.npy', ids)
+np.save('fortran/ids.npy' if os.makedirs('fortran') is None else '', np.asfortranarray(ids))
+mask = np.zeros((4000, 2, 3), dtype=np.uint8); mask[7, 1, 2] = 3; mask[8, 0, 0] = 255
+np.savez('plain.npz', ids=ids, mask=mask)
+np.savez_compressed('packed.npz', ids=ids, mask=mask)
+np.save('wide.npy', np.zeros((3, 7), dtype=np.int32))
+"#,
+    );
+    env.write("i.yaml", "columns:\n  ids: {kind: index, size: 50, max_length: 6}\n");
+    for f in ["ids.npy", "fortran/ids.npy"] {
+        let r = env.check_json(&["-s", "i.yaml", f], 1);
+        assert_eq!(
+            hits(&r, "ids", "index")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(100, json!(50)), (3999, json!(-2))],
+            "{f}"
+        );
+        assert_eq!(hits(&r, "ids", "max_length").0, 0);
+    }
+    for f in ["plain.npz", "packed.npz"] {
+        let r = env.check_json(&["-s", "s.yaml", f], 1);
+        assert_eq!(r["rows"], 4000);
+        assert_eq!(rows(&r, "ids", "index"), vec![100, 3999]);
+        assert_eq!(
+            hits(&r, "mask", "class")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(7, json!(3))]
+        );
+    }
+    env.write("w.yaml", "columns:\n  wide: {kind: index, size: 50, max_length: 6}\n");
+    let r = env.check_json(&["-s", "w.yaml", "wide.npy"], 1);
+    assert_eq!(
+        hits(&r, "wide", "max_length")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(0, json!(7)), (1, json!(7)), (2, json!(7))]
+    );
+}
+
+#[test]
+fn broken_files_of_every_format_give_exit_2_and_others_still_count() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(&format!(
+        r#"{PLANT}
+import pyarrow.feather as feather
+os.mkdir('d')
+np.save('d/labels.npy', labels(1000))
+t = pa.table({{'label': labels(1000)}})
+feather.write_feather(t, 'd/good.feather')
+data = open('d/good.feather', 'rb').read()
+open('d/cut.feather', 'wb').write(data[:len(data) // 2])
+npy = open('d/labels.npy', 'rb').read()
+os.mkdir('d/cut')
+open('d/cut/labels.npy', 'wb').write(npy[:len(npy) - 100])
+np.save('d/obj.npy', np.array([1, 'a'], dtype=object), allow_pickle=True)
+open('d/junk.arrows', 'wb').write(b'\x00' * 64)
+open('d/empty.npz', 'wb').write(b'PK not really')
+"#
+    ));
+    env.write(
+        "l.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10}\n  labels: {kind: class, num_classes: 10, optional: true}\n",
+    );
+    let r = env.check_json(&["-s", "l.yaml", "d"], 2);
+    let errors: Vec<&str> = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["file"].as_str().unwrap())
+        .collect();
+    assert!(errors.contains(&"d/cut.feather"), "{errors:?}");
+    assert!(errors.contains(&"d/cut/labels.npy"), "{errors:?}");
+    assert!(errors.contains(&"d/obj.npy"), "{errors:?}");
+    assert!(errors.contains(&"d/junk.arrows"), "{errors:?}");
+    assert!(errors.contains(&"d/empty.npz"), "{errors:?}");
+    // The good files are still checked: 3 bad labels in good.feather, 3 in labels.npy.
+    assert_eq!(hits(&r, "label", "class").0, 3);
+    assert_eq!(hits(&r, "labels", "class").0, 3);
+    let obj = r["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["file"] == "d/obj.npy")
+        .unwrap();
+    assert!(obj["message"].as_str().unwrap().contains("object"), "{obj}");
+}
+
+#[test]
+fn formats_mix_in_one_run() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(&format!(
+        r#"{PLANT}
+import pyarrow.feather as feather
+os.mkdir('d')
+t = pa.table({{'label': labels(500)}})
+pq.write_table(t, 'd/a.parquet')
+feather.write_feather(t, 'd/b.feather')
+np.savez('d/c.npz', label=labels(500))
+"#
+    ));
+    let r = env.check_json(&["-s", "s.yaml", "d"], 1);
+    assert_eq!(r["files"], 3);
+    assert_eq!(r["rows"], 1500);
+    let files: Vec<String> = hits(&r, "label", "class").1.iter().map(|e| e.0.clone()).collect();
+    assert_eq!(
+        files,
+        vec![
+            "d/a.parquet",
+            "d/a.parquet",
+            "d/a.parquet",
+            "d/b.feather",
+            "d/b.feather"
+        ]
+    );
+    assert_eq!(hits(&r, "label", "class").0, 9);
+}
