@@ -9,10 +9,13 @@
 //! Readers report problems as [`ReadError`]s, which carry the cause and where
 //! inside the file it happened; the scanner adds the file's path.
 
+pub mod csv;
 pub mod discover;
 pub mod ipc;
+pub mod jsonl;
 pub mod npy;
 pub mod parquet;
+mod textcol;
 
 use std::fmt;
 use std::path::Path;
@@ -132,6 +135,10 @@ impl From<std::io::Error> for ReadError {
 pub enum Format {
     /// Apache Parquet.
     Parquet,
+    /// CSV (comma) or TSV (tab), optionally gzip- or zstd-compressed.
+    Csv,
+    /// JSON Lines, optionally gzip- or zstd-compressed.
+    Jsonl,
     /// Arrow IPC, file or stream (decided by content).
     Ipc,
     /// A NumPy `.npy` array: one column named by the file's stem.
@@ -144,8 +151,15 @@ impl Format {
     /// The format a path's name says it has, if any.
     pub fn from_path(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        // A compression suffix wraps the real extension: x.csv.gz, x.jsonl.zst.
+        let name = [".gz", ".zst", ".zstd"]
+            .iter()
+            .find_map(|c| name.strip_suffix(c))
+            .unwrap_or(&name);
         let ext = name.rsplit_once('.').map(|(_, e)| e)?;
         match ext {
+            "csv" | "tsv" => Some(Format::Csv),
+            "jsonl" | "ndjson" => Some(Format::Jsonl),
             "parquet" => Some(Format::Parquet),
             "arrow" | "feather" | "ipc" | "arrows" => Some(Format::Ipc),
             "npy" => Some(Format::Npy),
@@ -159,6 +173,8 @@ impl Format {
 pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
     match Format::from_path(path) {
         Some(Format::Parquet) => Ok(Box::new(parquet::ParquetSource::open(path)?)),
+        Some(Format::Csv) => Ok(Box::new(csv::CsvSource::open(path)?)),
+        Some(Format::Jsonl) => Ok(Box::new(jsonl::JsonlSource::open(path)?)),
         Some(Format::Ipc) => Ok(Box::new(ipc::IpcSource::open(path)?)),
         Some(Format::Npy) => Ok(Box::new(npy::NpySource::open(path)?)),
         Some(Format::Npz) => Ok(Box::new(npy::NpzSource::open(path)?)),

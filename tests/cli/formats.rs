@@ -243,3 +243,130 @@ np.savez('d/c.npz', label=labels(500))
     );
     assert_eq!(hits(&r, "label", "class").0, 9);
 }
+
+#[test]
+fn csv_tsv_and_compressed_text_from_pandas_and_the_csv_module() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(&format!(
+        r#"{PLANT}
+import csv, gzip, zstandard
+v = labels(150000)
+df = pd.DataFrame({{'text': ['a, "quoted"\nline'] * len(v), 'label': v}})
+df.to_csv('p.csv', index=False)
+df.to_csv('p.tsv', index=False, sep='\t')
+with gzip.open('p.csv.gz', 'wt') as f: df.to_csv(f, index=False)
+open('p.csv.zst', 'wb').write(zstandard.ZstdCompressor().compress(open('p.csv', 'rb').read()))
+with open('m.csv', 'w', newline='') as f:
+    w = csv.writer(f)
+    w.writerow(['label', 'note'])
+    for row in [['3', 'ok'], ['3.0', 'whole'], ['', 'empty is null'], ['cat', 'text'], ['1e3', 'big'], ['nan', 'nan'], [' 7 ', 'spaces'], ['2.5', 'fraction'], ['18446744073709551615', 'u64']]:
+        w.writerow(row)
+"#
+    ));
+    for f in ["p.csv", "p.tsv", "p.csv.gz", "p.csv.zst"] {
+        let r = env.check_json(&["-s", "s.yaml", f], 1);
+        assert_eq!(r["rows"], 150000, "{f}");
+        // Quoted fields span lines; rows count records.
+        assert_eq!(
+            hits(&r, "label", "class")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(5, json!(10)), (77, json!(-1)), (149999, json!(255))],
+            "{f}"
+        );
+    }
+    let r = env.check_json(&["-s", "s.yaml", "m.csv"], 1);
+    assert_eq!(rows(&r, "label", "null"), vec![2]);
+    assert_eq!(
+        hits(&r, "label", "not_integer")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(3, json!("cat")), (5, json!("NaN")), (7, json!(2.5))]
+    );
+    assert_eq!(
+        hits(&r, "label", "class")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(4, json!(1000.0)), (8, json!(18446744073709551615u64))]
+    );
+}
+
+#[test]
+fn json_lines_scalars_lists_missing_keys_and_compression() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 3}\n  ids: {kind: index, size: 10, max_length: 3}\n",
+    );
+    env.python(
+        r#"
+import gzip, zstandard
+rows = [
+    {'label': 0, 'ids': [1, 2]},
+    {'label': 3, 'ids': [1, 10]},
+    {'ids': [1]},
+    {'label': 1.5, 'ids': [[1], [2]]},
+    {'label': 'b', 'ids': [1, 2, 3, 4]},
+    {'label': None, 'ids': [None, 9]},
+    {'label': 2, 'ids': []},
+]
+text = ''.join(json.dumps(r) + '\n' for r in rows)
+open('a.jsonl', 'w').write(text)
+with gzip.open('a.jsonl.gz', 'wt') as f: f.write(text)
+open('a.ndjson.zst', 'wb').write(zstandard.ZstdCompressor().compress(text.encode()))
+open('nolabel.jsonl', 'w').write(json.dumps({'ids': [1]}) + '\n')
+open('broken.jsonl', 'w').write(text + '{"label": 1, "ids": [1\n')
+"#,
+    );
+    for f in ["a.jsonl", "a.jsonl.gz", "a.ndjson.zst"] {
+        let r = env.check_json(&["-s", "s.yaml", f], 1);
+        assert_eq!(r["rows"], 7);
+        assert_eq!(rows(&r, "label", "class"), vec![1], "{f}");
+        // A missing key is null in that row.
+        assert_eq!(rows(&r, "label", "null"), vec![2, 5], "{f}");
+        assert_eq!(
+            hits(&r, "label", "not_integer")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(3, json!(1.5)), (4, json!("b"))]
+        );
+        assert_eq!(
+            hits(&r, "ids", "index")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(1, json!(10))]
+        );
+        assert_eq!(rows(&r, "ids", "null"), vec![5]);
+        assert_eq!(rows(&r, "ids", "max_length"), vec![4]);
+    }
+    // A key missing from every row is a missing column; a broken line is an error.
+    let r = env.check_json(&["-s", "s.yaml", "nolabel.jsonl"], 2);
+    assert!(r["errors"][0]["message"].as_str().unwrap().contains("`label`"));
+    let r = env.check_json(&["-s", "s.yaml", "broken.jsonl", "a.jsonl"], 2);
+    assert_eq!(r["errors"][0]["file"], "broken.jsonl");
+    assert!(
+        r["errors"][0]["message"].as_str().unwrap().contains("line 8"),
+        "{}",
+        r["errors"]
+    );
+    // The other file is still checked.
+    assert_eq!(
+        hits(&r, "label", "class")
+            .1
+            .iter()
+            .map(|e| (e.0.as_str(), e.1))
+            .collect::<Vec<_>>(),
+        vec![("a.jsonl", 1)]
+    );
+}

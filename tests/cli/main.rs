@@ -2,6 +2,7 @@
 
 mod core;
 mod formats;
+mod property;
 mod sample_data;
 mod schema_errors;
 mod util;
