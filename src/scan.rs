@@ -64,7 +64,9 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -
         .par_iter()
         .map(|&(fi, unit)| {
             let out = match &opened[fi].0 {
-                Some(o) if !CANCELLED.load(Ordering::Relaxed) => check_unit(validator, o, &files[fi], fi, unit),
+                Some(o) if !CANCELLED.load(Ordering::Relaxed) => {
+                    check_unit(validator, o, &files[fi], fi, unit, opts.full_scan)
+                }
                 _ => (validator.tally(), Vec::new()),
             };
             progress.inc();
@@ -135,13 +137,47 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
     )
 }
 
-fn check_unit(validator: &Validator, o: &Opened, file: &DataFile, fi: usize, unit: usize) -> (Tally, Vec<Error>) {
+fn check_unit(
+    validator: &Validator,
+    o: &Opened,
+    file: &DataFile,
+    fi: usize,
+    unit: usize,
+    full_scan: bool,
+) -> (Tally, Vec<Error>) {
     let mut tally = validator.tally();
     let mut errors: Vec<Error> = Vec::new();
+    // Columns that the file's statistics prove valid are not decoded.
+    let mut projection = Vec::with_capacity(o.projection.len());
+    let mut positions = vec![None; o.positions.len()];
+    let mut unit_rows = None;
+    for (ci, pos) in o.positions.iter().enumerate() {
+        let Some(p) = *pos else { continue };
+        let stats = if full_scan {
+            None
+        } else {
+            o.source.unit_stats(unit, o.projection[p])
+        };
+        match stats {
+            Some(s) if validator.proven_by(ci, &s) => {
+                validator.note_proven(ci, &s, &mut tally);
+                unit_rows = Some(s.rows);
+            }
+            _ => {
+                positions[ci] = Some(projection.len());
+                projection.push(o.projection[p]);
+            }
+        }
+    }
+    if projection.is_empty()
+        && let Some(rows) = unit_rows
+    {
+        tally.rows += rows;
+        return (tally, errors);
+    }
     let result = catch(|| {
-        o.source.read(unit, &o.projection, &mut |batch| {
-            let columns: Vec<Option<ArrayRef>> = o
-                .positions
+        o.source.read(unit, &projection, &mut |batch| {
+            let columns: Vec<Option<ArrayRef>> = positions
                 .iter()
                 .map(|p| p.map(|p| batch.batch.column(p).clone()))
                 .collect();

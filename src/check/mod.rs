@@ -355,6 +355,29 @@ impl Validator {
         self.check_columns(&cols, batch.num_rows(), file, first_row, tally)
     }
 
+    /// Whether metadata statistics prove schema column `ci` valid in a unit,
+    /// so its values need not be decoded. Length rules always need data.
+    pub fn proven_by(&self, ci: usize, stats: &crate::source::UnitStats) -> bool {
+        let col = &self.columns[ci];
+        if col.spec.has_length_rules() {
+            return false;
+        }
+        let Some(iv) = col.interval else { return false };
+        let in_range = iv.lo <= stats.min && stats.max <= iv.hi;
+        // Nulls are violations unless allowed; in a list column the null
+        // count also counts empty lists, so only zero proves anything there.
+        let nulls_ok = stats.null_count == 0 || col.spec.nullable;
+        in_range && nulls_ok
+    }
+
+    /// Notes what statistics showed of a proven column (for hints).
+    pub fn note_proven(&self, ci: usize, stats: &crate::source::UnitStats, tally: &mut Tally) {
+        let col = &self.columns[ci];
+        if col.tracks_min() && stats.null_count < stats.rows {
+            tally.checks[col.slots.value].evidence.seen_min(stats.min);
+        }
+    }
+
     /// Required schema columns that `names` lacks.
     pub fn missing<'a>(&'a self, names: &[&str]) -> Vec<&'a str> {
         self.columns

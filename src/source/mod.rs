@@ -68,10 +68,13 @@ pub struct UnitStats {
     pub min: i128,
     /// Exact largest value (integers only).
     pub max: i128,
-    /// Exact number of nulls.
+    /// Exact number of nulls (for a list column: leaf slots without a
+    /// value, which include empty lists and null rows).
     pub null_count: u64,
     /// Rows in the unit.
     pub rows: u64,
+    /// Whether the column is a list (its values are list elements).
+    pub repeated: bool,
 }
 
 /// A failure inside one file: what went wrong and, where known, where.

@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::basic::{SortOrder, Type as PhysicalType};
+use parquet::file::statistics::Statistics;
 
-use super::{BATCH_ROWS, Batch, ReadError, Source};
+use super::{BATCH_ROWS, Batch, ReadError, Source, UnitStats};
 
 /// A Parquet file whose metadata has been read.
 pub struct ParquetSource {
@@ -16,6 +18,8 @@ pub struct ParquetSource {
     columns: Vec<String>,
     /// File row of each row group's first row.
     first_rows: Vec<u64>,
+    /// For each top-level column, its leaf column when it has exactly one.
+    leaf_of: Vec<Option<usize>>,
 }
 
 impl ParquetSource {
@@ -34,16 +38,55 @@ impl ParquetSource {
                 .checked_add(rows)
                 .ok_or_else(|| ReadError::new("row counts overflow"))?;
         }
+        let descr = meta.parquet_schema();
+        let mut leaves: Vec<Vec<usize>> = vec![Vec::new(); descr.root_schema().get_fields().len()];
+        for leaf in 0..descr.num_columns() {
+            if let Some(l) = leaves.get_mut(descr.get_column_root_idx(leaf)) {
+                l.push(leaf);
+            }
+        }
+        let leaf_of = leaves
+            .iter()
+            .map(|l| if l.len() == 1 { Some(l[0]) } else { None })
+            .collect();
         Ok(ParquetSource {
             path: path.to_path_buf(),
             meta,
             columns,
             first_rows,
+            leaf_of,
         })
     }
 }
 
 impl Source for ParquetSource {
+    /// Exact integer statistics only: signed sort order, `min_value` /
+    /// `max_value` (never the deprecated fields) marked exact, and a null count.
+    fn unit_stats(&self, unit: usize, column: usize) -> Option<UnitStats> {
+        let leaf = (*self.leaf_of.get(column)?)?;
+        let descr = self.meta.parquet_schema().column(leaf);
+        if descr.sort_order() != SortOrder::SIGNED {
+            return None;
+        }
+        let rg = self.meta.metadata().row_groups().get(unit)?;
+        let stats = rg.column(leaf).statistics()?;
+        if stats.is_min_max_deprecated() || !stats.min_is_exact() || !stats.max_is_exact() {
+            return None;
+        }
+        let (min, max) = match (stats, descr.physical_type()) {
+            (Statistics::Int32(s), PhysicalType::INT32) => (i128::from(*s.min_opt()?), i128::from(*s.max_opt()?)),
+            (Statistics::Int64(s), PhysicalType::INT64) => (i128::from(*s.min_opt()?), i128::from(*s.max_opt()?)),
+            _ => return None,
+        };
+        Some(UnitStats {
+            min,
+            max,
+            null_count: stats.null_count_opt()?,
+            rows: u64::try_from(rg.num_rows()).ok()?,
+            repeated: descr.max_rep_level() > 0,
+        })
+    }
+
     fn columns(&self) -> &[String] {
         &self.columns
     }

@@ -484,6 +484,8 @@ for f in range(6):
         let other = env.run(&["check", "--format", "json", "-s", "s.yaml", "d", "--jobs", jobs]);
         assert_eq!(one.stdout, other.stdout, "--jobs {jobs}");
     }
+    let full = env.run(&["check", "--format", "json", "-s", "s.yaml", "d", "--full-scan"]);
+    assert_eq!(one.stdout, full.stdout, "--full-scan");
     let human1 = env.run(&["check", "-s", "s.yaml", "d", "--jobs", "1"]).stdout;
     let human4 = env.run(&["check", "-s", "s.yaml", "d", "--jobs", "4"]).stdout;
     let strip = |s: &str| s.lines().filter(|l| !l.contains(" s)")).collect::<Vec<_>>().join("\n");
@@ -632,4 +634,38 @@ pq.write_table(pa.table({'ids': pa.array([[1, 30522], [30523, 2, 3, 4, 5]], pa.l
             .contains("truncation")
     );
     assert!(check(&r, "label", "class")["hint"].as_str().unwrap().contains("-1"));
+}
+
+#[test]
+fn statistics_shortcut_agrees_with_full_scan_on_every_layout() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 1000}\n  ids: {kind: index, size: 30522}\n  n: {kind: range, min: 0, max: 10, nullable: true}\n",
+    );
+    // Row groups that statistics prove clean, ones holding a valid -100 (whose
+    // min straddles the range), bad values, nulls, and empty lists.
+    env.python(
+        r#"
+rng = np.random.default_rng(1)
+label = rng.integers(0, 1000, 20000); label[3000] = -100; label[9000] = 1000; label[15001] = -5
+ids = [list(rng.integers(0, 30522, rng.integers(0, 4))) for _ in range(20000)]
+ids[12345] = [30522]
+n = pa.array([None if i % 97 == 0 else i % 11 for i in range(20000)], pa.int32())
+t = pa.table({'label': label, 'ids': pa.array(ids, pa.list_(pa.int64())), 'n': n})
+pq.write_table(t, 'a.parquet', row_group_size=1000)
+pq.write_table(t, 'nostats.parquet', row_group_size=1000, write_statistics=False)
+pq.write_table(t, 'dict.parquet', row_group_size=3000, use_dictionary=True)
+"#,
+    );
+    for f in ["a.parquet", "nostats.parquet", "dict.parquet"] {
+        let fast = env.run(&["check", "--format", "json", "-s", "s.yaml", f]);
+        let full = env.run(&["check", "--format", "json", "-s", "s.yaml", f, "--full-scan"]);
+        assert_eq!(fast.code, 1, "{f}");
+        assert_eq!(fast.stdout, full.stdout, "{f}");
+        let r = fast.json();
+        assert_eq!(rows(&r, "label", "class"), vec![9000, 15001]);
+        assert_eq!(rows(&r, "ids", "index"), vec![12345]);
+        assert_eq!(r["rows"], 20000);
+    }
 }

@@ -92,6 +92,9 @@ proptest! {
         };
         let report = preflight::check(&plan);
         prop_assert!(report.errors.is_empty(), "{:?}", report.errors);
+        // Every shortcut (row-group statistics) agrees with a full scan.
+        let full = preflight::check(&Plan { scan: ScanOptions { full_scan: true, ..plan.scan.clone() }, ..plan.clone() });
+        prop_assert_eq!(&report, &full);
 
         // The oracle: the rules, written out plainly.
         let bad_label = |v: i64| v != -100 && !(0..NUM_CLASSES).contains(&v);
