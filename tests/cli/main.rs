@@ -3,6 +3,7 @@
 mod core;
 mod formats;
 mod property;
+mod references;
 mod sample_data;
 mod schema_errors;
 mod util;
