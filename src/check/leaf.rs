@@ -291,8 +291,28 @@ fn clamp<N: IntNative>(v: i128) -> N {
 }
 
 /// Counts values outside `lo..=hi` and not equal to `extra`: the hot loop.
-#[inline(never)]
+///
+/// 64-bit compares vectorise only from SSE4.2/AVX2 on, which the x86-64
+/// baseline lacks, so x86-64 picks an AVX2 build of the same loop at run time.
 pub(crate) fn count_outside<N: IntNative>(vals: &[N], lo: N, hi: N, extra: Option<N>) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { count_outside_avx2(vals, lo, hi, extra) };
+        }
+    }
+    count_outside_body(vals, lo, hi, extra)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn count_outside_avx2<N: IntNative>(vals: &[N], lo: N, hi: N, extra: Option<N>) -> u64 {
+    count_outside_body(vals, lo, hi, extra)
+}
+
+#[inline(always)]
+fn count_outside_body<N: IntNative>(vals: &[N], lo: N, hi: N, extra: Option<N>) -> u64 {
     // Chunks keep the per-lane counters narrow, which vectorises better.
     let mut total = 0u64;
     match extra {
@@ -313,6 +333,32 @@ pub(crate) fn count_outside<N: IntNative>(vals: &[N], lo: N, hi: N, extra: Optio
         }
     }
     total
+}
+
+/// The smallest value that is not `skip`, vectorised like [`count_outside`].
+fn min_except<N: IntNative>(vals: &[N], skip: Option<N>, top: N) -> Option<N> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { min_except_avx2(vals, skip, top) };
+        }
+    }
+    min_except_body(vals, skip, top)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn min_except_avx2<N: IntNative>(vals: &[N], skip: Option<N>, top: N) -> Option<N> {
+    min_except_body(vals, skip, top)
+}
+
+#[inline(always)]
+fn min_except_body<N: IntNative>(vals: &[N], skip: Option<N>, top: N) -> Option<N> {
+    match skip {
+        Some(x) => vals.iter().map(|&v| if v == x { top } else { v }).min(),
+        None => vals.iter().copied().min(),
+    }
 }
 
 fn ints<T>(col: &ColumnCheck, a: &PrimitiveArray<T>, range: Range<usize>, to_row: ToRow, at: Place, tally: &mut Tally)
@@ -368,10 +414,7 @@ where
     if col.tracks_min() {
         let top: T::Native = clamp(i128::MAX);
         let m = match &nulls {
-            None => match extra {
-                Some(x) => vals.iter().map(|&v| if v == x { top } else { v }).min(),
-                None => vals.iter().copied().min(),
-            },
+            None => min_except(vals, extra, top),
             Some(n) => vals
                 .iter()
                 .enumerate()

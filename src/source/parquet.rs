@@ -9,7 +9,13 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::basic::{SortOrder, Type as PhysicalType};
 use parquet::file::statistics::Statistics;
 
-use super::{BATCH_ROWS, Batch, ReadError, Source, UnitStats};
+use super::{Batch, ReadError, Source, UnitStats};
+
+/// Rows per decoded batch. Small batches keep the decoder's buffers in
+/// cache (measured on 3M rows of token lists: 1K rows a batch took 2.1 s and
+/// 33 MB, 64K rows 8.1 s and 440 MB); list rows hold hundreds of elements.
+const LIST_BATCH_ROWS: usize = 1024;
+const SCALAR_BATCH_ROWS: usize = 8 * 1024;
 
 /// A Parquet file whose metadata has been read.
 pub struct ParquetSource {
@@ -106,10 +112,15 @@ impl Source for ParquetSource {
         // file position.
         let file = File::open(&self.path).map_err(|e| ReadError::from(e).at(at()))?;
         let mask = ProjectionMask::roots(self.meta.parquet_schema(), projection.iter().copied());
+        let fields = self.meta.schema().fields();
+        let lists = projection
+            .iter()
+            .any(|&p| fields.get(p).is_some_and(|f| f.data_type().is_nested()));
+        let batch_rows = if lists { LIST_BATCH_ROWS } else { SCALAR_BATCH_ROWS };
         let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone())
             .with_row_groups(vec![unit])
             .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
+            .with_batch_size(batch_rows)
             .build()
             .map_err(|e| ReadError::from(e).at(at()))?;
         // The reader returns projected columns in file order.
