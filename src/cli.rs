@@ -17,6 +17,13 @@ pub enum Command {
     /// Check data files against a schema. Exit status: 0 clean, 1 violations,
     /// 2 something could not be checked.
     Check(CheckArgs),
+    /// Check a schema alone and print it fully resolved (every reference
+    /// replaced by its number, with its source). Exit status 0 or 2.
+    Schema {
+        /// The schema file [default: preflight.yaml]
+        #[arg(value_name = "SCHEMA")]
+        schema: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, clap::Args)]

@@ -79,7 +79,8 @@ pub fn check(plan: &Plan) -> Report {
     let (tally, scan_errors) = scan::scan(&validator, &files, &plan.scan);
     let names: Vec<String> = files.iter().map(|f| f.display.clone()).collect();
     let errors = discover_errors.iter().chain(&scan_errors).map(entry).collect();
-    Report::build(validator.schema(), validator.plan(), &names, tally, errors, Vec::new())
+    let warnings = validator.schema().warnings.clone();
+    Report::build(validator.schema(), validator.plan(), &names, tally, errors, warnings)
 }
 
 fn entry(e: &Error) -> ErrorEntry {

@@ -47,5 +47,21 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
             ExitCode::from(report.outcome().exit_code())
         }
+        Command::Schema { schema } => {
+            let path = schema.unwrap_or_else(|| "preflight.yaml".into());
+            match preflight::Schema::from_file(&path) {
+                Ok(s) => {
+                    for w in &s.warnings {
+                        eprintln!("warning: {w}");
+                    }
+                    let _ = std::io::stdout().lock().write_all(s.to_resolved_yaml().as_bytes());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     }
 }

@@ -127,6 +127,16 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
             }
             None
         }
+        (Rule::Class, ValueRule::ClassNames { classes }) => {
+            // A near miss: the same name up to case and surrounding spaces.
+            t.examples.iter().find_map(|e| {
+                let super::Value::Str(v) = &e.value else { return None };
+                let want = v.trim().to_lowercase();
+                classes.iter().find(|c| c.trim().to_lowercase() == want).map(|c| {
+                    format!("{v:?} differs from the class {c:?} only in case or spaces: normalise the labels")
+                })
+            })
+        }
         (Rule::Index, ValueRule::Index { size, .. }) => {
             if e.saw_minus_100 {
                 return Some("-100 is the ignore value of labels, not a valid id: were labels copied into an id column?".into());

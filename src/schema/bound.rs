@@ -195,3 +195,29 @@ fn tokenizer_size(file: &Path) -> Result<i128, Error> {
         .map(|m| m + 1)
         .ok_or_else(|| err("no model vocabulary and no added tokens"))
 }
+
+/// A warning when the artifacts disagree: a `vocab_size` read from a config
+/// next to a tokenizer that holds more ids means tokens were added without
+/// resizing the embedding matrix.
+pub(crate) fn mismatch(bound: &Bound, base: &Path, value: Number) -> Option<String> {
+    let Bound::Ref(r) = bound else { return None };
+    let (cfg, key) = (r.hf_config.as_ref()?, r.key.as_deref()?);
+    if key.rsplit('.').next() != Some("vocab_size") {
+        return None;
+    }
+    let mut file = base.join(cfg);
+    if file.is_dir() {
+        file = file.join("config.json");
+    }
+    let tokenizer = file.parent()?.join("tokenizer.json");
+    let size = tokenizer_size(&tokenizer).ok()?;
+    let vocab = value.as_whole()? - i128::from(r.offset.unwrap_or(0));
+    (size > vocab).then(|| {
+        format!(
+            "{} holds ids up to {} but {}: {key} is {vocab}: the tokenizer grew without model.resize_token_embeddings, and ids >= {vocab} will crash the embedding",
+            tokenizer.display(),
+            size - 1,
+            file.display()
+        )
+    })
+}

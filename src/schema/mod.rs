@@ -238,6 +238,8 @@ pub struct Schema {
     pub files: Vec<String>,
     /// The columns, in schema order.
     pub columns: Vec<ColumnSpec>,
+    /// Problems that do not stop a check, e.g. model artifacts that disagree.
+    pub warnings: Vec<String>,
 }
 
 /// Largest YAML schema accepted: far above any real schema, far below harm.
@@ -327,18 +329,27 @@ fn validate(raw: RawSchema, path: &Path) -> Result<Schema, Error> {
     let base = base_dir(path);
     let names: Vec<&str> = raw.columns.0.iter().map(|(n, _)| n.as_str()).collect();
     let mut columns = Vec::with_capacity(names.len());
+    let mut warnings = Vec::new();
     for (name, col) in &raw.columns.0 {
-        columns.push(validate_column(name, col, &names, &base, path)?);
+        columns.push(validate_column(name, col, &names, &base, path, &mut warnings)?);
     }
     Ok(Schema {
         path: path.to_path_buf(),
         name: raw.name,
         files: raw.dataset.map(|d| d.files).unwrap_or_default(),
         columns,
+        warnings,
     })
 }
 
-fn validate_column(name: &str, col: &RawColumn, names: &[&str], base: &Path, path: &Path) -> Result<ColumnSpec, Error> {
+fn validate_column(
+    name: &str,
+    col: &RawColumn,
+    names: &[&str],
+    base: &Path,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<ColumnSpec, Error> {
     let at = |key: &str| format!("columns.{name}.{key}");
     let err = |key: &str, message: String| Error::Schema {
         file: path.to_path_buf(),
@@ -368,8 +379,11 @@ fn validate_column(name: &str, col: &RawColumn, names: &[&str], base: &Path, pat
         }
     }
     let mut sources: Vec<(String, String)> = Vec::new();
-    let resolve = |key: &str, b: &Bound, sources: &mut Vec<(String, String)>| -> Result<Number, Error> {
+    let mut resolve = |key: &str, b: &Bound, sources: &mut Vec<(String, String)>| -> Result<Number, Error> {
         let r: Resolved = bound::resolve(b, base, &at(key), path)?;
+        if let Some(w) = bound::mismatch(b, base, r.value) {
+            warnings.push(format!("columns.{name}.{key}: {w}"));
+        }
         if let Some(s) = r.source {
             sources.push((key.to_string(), s));
         }
@@ -545,4 +559,107 @@ fn validate_column(name: &str, col: &RawColumn, names: &[&str], base: &Path, pat
         pad_id,
         bound_sources: sources,
     })
+}
+
+impl Schema {
+    /// The schema with every reference replaced by its number, as YAML a
+    /// user can read (and commit): each resolved bound says where it came
+    /// from in a comment.
+    pub fn to_resolved_yaml(&self) -> String {
+        use std::fmt::Write;
+        let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let mut out = String::from("version: 1\n");
+        if let Some(n) = &self.name {
+            let _ = writeln!(out, "name: {}", q(n));
+        }
+        if !self.files.is_empty() {
+            let files: Vec<String> = self.files.iter().map(|f| q(f)).collect();
+            let _ = writeln!(out, "dataset:\n  files: [{}]", files.join(", "));
+        }
+        out.push_str("columns:\n");
+        for c in &self.columns {
+            let from = |key: &str| {
+                c.bound_sources
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, f)| format!("  # from {f}"))
+                    .unwrap_or_default()
+            };
+            let _ = writeln!(out, "  {}:", q(&c.name));
+            match &c.values {
+                ValueRule::Class {
+                    num_classes,
+                    ignore_index,
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "    kind: class\n    num_classes: {num_classes}{}",
+                        from("num_classes")
+                    );
+                    match ignore_index {
+                        Some(i) => writeln!(out, "    ignore_index: {i}"),
+                        None => writeln!(out, "    ignore_index: null"),
+                    }
+                    .unwrap_or_default();
+                }
+                ValueRule::ClassNames { classes } => {
+                    let names: Vec<String> = classes.iter().map(|n| q(n)).collect();
+                    let _ = writeln!(
+                        out,
+                        "    kind: class\n    classes: [{}]{}",
+                        names.join(", "),
+                        from("classes")
+                    );
+                }
+                ValueRule::Index { size, wrap_negative } => {
+                    let _ = writeln!(out, "    kind: index\n    size: {size}{}", from("size"));
+                    if *wrap_negative {
+                        out.push_str("    wrap_negative: true\n");
+                    }
+                }
+                ValueRule::Values { numbers, strings } => {
+                    let mut all: Vec<String> = numbers.iter().map(|n| n.to_string()).collect();
+                    all.extend(strings.iter().map(|s| q(s)));
+                    let _ = writeln!(out, "    kind: values\n    allowed: [{}]", all.join(", "));
+                }
+                ValueRule::Range { min, max } => {
+                    out.push_str("    kind: range\n");
+                    if let Some(m) = min {
+                        let _ = writeln!(out, "    min: {}{}", yaml_number(*m), from("min"));
+                    }
+                    if let Some(m) = max {
+                        let _ = writeln!(out, "    max: {}{}", yaml_number(*m), from("max"));
+                    }
+                }
+            }
+            if let Some(n) = c.max_length {
+                let _ = writeln!(out, "    max_length: {n}{}", from("max_length"));
+            }
+            if let Some(n) = c.min_length {
+                let _ = writeln!(out, "    min_length: {n}{}", from("min_length"));
+            }
+            if let Some(p) = c.pad_id {
+                let _ = writeln!(out, "    pad_id: {p}");
+            }
+            if let Some(o) = c.same_length_as {
+                let _ = writeln!(out, "    same_length_as: {}", q(&self.columns[o].name));
+            }
+            if c.nullable {
+                out.push_str("    nullable: true\n");
+            }
+            if c.optional {
+                out.push_str("    optional: true\n");
+            }
+        }
+        out
+    }
+}
+
+/// A number as YAML reads it back exactly (floats keep a decimal point).
+fn yaml_number(n: Number) -> String {
+    match n {
+        Number::Int(i) => i.to_string(),
+        Number::Float(f) if f.is_infinite() => if f > 0.0 { ".inf" } else { "-.inf" }.to_string(),
+        Number::Float(f) => format!("{f:?}"),
+    }
 }

@@ -370,3 +370,30 @@ open('broken.jsonl', 'w').write(text + '{"label": 1, "ids": [1\n')
         vec![("a.jsonl", 1)]
     );
 }
+
+#[test]
+fn clean_files_of_every_format_pass() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 50, max_length: 4, optional: true}\n");
+    env.python(
+        r#"
+import pyarrow.feather as feather, pyarrow.ipc as ipc
+os.mkdir('d')
+label = np.arange(3000) % 10
+ids = [[i % 50, (i * 7) % 50] for i in range(3000)]
+t = pa.table({'label': label, 'ids': pa.array(ids, pa.list_(pa.int64()))})
+pq.write_table(t, 'd/a.parquet', row_group_size=500)
+feather.write_feather(t, 'd/b.feather')
+with ipc.new_stream('d/c.arrows', t.schema) as w: w.write_table(t)
+pd.DataFrame({'label': label}).to_csv('d/e.csv', index=False)
+pd.DataFrame({'label': label}).to_csv('d/f.tsv', index=False, sep='\t')
+open('d/g.jsonl', 'w').write(''.join(json.dumps({'label': int(l), 'ids': x}) + '\n' for l, x in zip(label, ids)))
+np.save('d/label.npy', label)
+np.savez_compressed('d/h.npz', label=label, ids=np.array(ids))
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "d"], 0);
+    assert_eq!(r["ok"], true);
+    assert_eq!(r["files"], 8);
+    assert_eq!(r["rows"], 3000 * 8);
+}

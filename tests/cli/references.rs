@@ -491,3 +491,59 @@ fn unreadable_references_are_errors_naming_the_file_and_key() {
         assert!(out.contains(file) && out.contains(needles[0]), "{column}: {out}");
     }
 }
+
+#[test]
+fn grown_tokenizer_beside_its_config_warns_and_schema_prints_resolved_bounds() {
+    let env = Env::new();
+    model(&env, "model");
+    env.python(
+        r#"
+from tokenizers import Tokenizer
+tok = Tokenizer.from_file('model/tokenizer.json')
+tok.add_tokens(['<ent>', '</ent>'])
+tok.save('model/tokenizer.json')
+pq.write_table(pa.table({'input_ids': pa.array([[101, 102]], pa.list_(pa.int32()))}), 'd.parquet')
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "name: minilm\ncolumns:\n  input_ids:\n    kind: index\n    size: {hf_config: model, key: vocab_size}\n    max_length: {hf_config: model/config.json, key: max_position_embeddings, offset: -2}\n",
+    );
+    // The data is clean, but the artifacts disagree: a warning, not a failure.
+    let r = env.check_json(&["-s", "s.yaml", "d.parquet"], 0);
+    let warnings = r["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = warnings[0].as_str().unwrap();
+    assert!(
+        w.contains("columns.input_ids.size") && w.contains("30523") && w.contains("resize_token_embeddings"),
+        "{w}"
+    );
+    // `preflight schema` prints every bound resolved, with its source.
+    let out = env.run(&["schema", "s.yaml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("    size: 30522  # from model/config.json: vocab_size\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("    max_length: 510  # from model/config.json: max_position_embeddings - 2\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("warning: columns.input_ids.size"), "{}", out.stderr);
+    // The printed schema is itself a valid schema with the same bounds.
+    env.write("resolved.yaml", &out.stdout);
+    let again = env.run(&["schema", "resolved.yaml"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.contains("    size: 30522\n"), "{}", again.stdout);
+    env.write(
+        "bad.yaml",
+        "columns:\n  x: {kind: index, size: {hf_config: model, key: nope}}\n",
+    );
+    let bad = env.run(&["schema", "bad.yaml"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("nope"), "{}", bad.stderr);
+}
