@@ -17,6 +17,22 @@ pub enum Command {
     /// Check data files against a schema. Exit status: 0 clean, 1 violations,
     /// 2 something could not be checked.
     Check(CheckArgs),
+    /// Propose a schema from the data (and the model's config.json), with
+    /// a comment on where each bound came from.
+    Init {
+        /// Data files, directories or globs to profile
+        #[arg(value_name = "PATH", required = true)]
+        paths: Vec<PathBuf>,
+        /// A Hugging Face model folder (with config.json) to take bounds from
+        #[arg(long, value_name = "DIR")]
+        model: Option<PathBuf>,
+        /// Where to write the schema
+        #[arg(short, long, value_name = "FILE", default_value = "preflight.yaml")]
+        output: PathBuf,
+        /// Overwrite an existing file
+        #[arg(long)]
+        force: bool,
+    },
     /// Check a schema alone and print it fully resolved (every reference
     /// replaced by its number, with its source). Exit status 0 or 2.
     Schema {

@@ -25,6 +25,7 @@
 
 pub mod check;
 pub mod error;
+pub mod init;
 pub mod progress;
 pub mod report;
 pub mod scan;

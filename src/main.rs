@@ -47,6 +47,36 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
             ExitCode::from(report.outcome().exit_code())
         }
+        Command::Init {
+            paths,
+            model,
+            output,
+            force,
+        } => {
+            if output.exists() && !force {
+                eprintln!("error: {} exists; pass --force to overwrite it", output.display());
+                return ExitCode::from(2);
+            }
+            let dir = output.parent().unwrap_or(std::path::Path::new("."));
+            let text = match preflight::init::propose(&paths, model.as_deref(), dir) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            // What init writes must be a schema that check accepts.
+            if let Err(e) = preflight::Schema::from_yaml(&text, &output) {
+                eprintln!("error: the proposed schema does not validate ({e}):\n{text}");
+                return ExitCode::from(2);
+            }
+            if let Err(e) = std::fs::write(&output, &text) {
+                eprintln!("error: {}: {e}", output.display());
+                return ExitCode::from(2);
+            }
+            eprintln!("wrote {}", output.display());
+            ExitCode::SUCCESS
+        }
         Command::Schema { schema } => {
             let path = schema.unwrap_or_else(|| "preflight.yaml".into());
             match preflight::Schema::from_file(&path) {

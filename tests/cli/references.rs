@@ -547,3 +547,114 @@ pq.write_table(pa.table({'input_ids': pa.array([[101, 102]], pa.list_(pa.int32()
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("nope"), "{}", bad.stderr);
 }
+
+#[test]
+fn init_proposes_a_schema_from_data_and_model_that_check_accepts() {
+    let env = Env::new();
+    model(&env, "model");
+    env.python(&format!(
+        r#"{TOKENIZE}
+enc = [Row(tok.encode(s)) for s in SENTENCES]
+labels = [i % 2 for i in range(len(enc))]
+os.mkdir('clean')
+t = table(enc)
+pq.write_table(t.append_column('label', pa.array(labels, pa.int64())), 'clean/train.parquet')
+bad = [Row(tok.encode(s)) for s in SENTENCES]
+bad[2].ids[1] = 30522
+bad[4] = Row(tok.encode(LONG))
+bad[7].type_ids[0] = 2
+os.mkdir('bad')
+pq.write_table(table(bad).append_column('label', pa.array(labels, pa.int64())), 'bad/train.parquet')
+"#
+    ));
+    // Write the model's id2label so `num_labels` can come from it.
+    env.python(
+        "c = json.load(open('model/config.json')); c['id2label'] = {'0': 'neg', '1': 'pos'}; json.dump(c, open('model/config.json', 'w'))",
+    );
+    let out = env.run(&["init", "clean", "--model", "model", "-o", "proposed.yaml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(env.path("proposed.yaml")).unwrap();
+    for want in [
+        "size: {hf_config: model, key: vocab_size}",
+        "max_length: {hf_config: model, key: max_position_embeddings}",
+        "size: {hf_config: model, key: type_vocab_size}",
+        "num_classes: {hf_config: model, key: num_labels}",
+        "same_length_as: input_ids",
+    ] {
+        assert!(text.contains(want), "{want} missing from:\n{text}");
+    }
+    // The proposal passes the data it came from and catches the planted rows.
+    env.check_json(&["-s", "proposed.yaml", "clean"], 0);
+    let r = env.check_json(&["-s", "proposed.yaml", "bad"], 1);
+    assert_eq!(
+        hits(&r, "input_ids", "index").1.iter().map(|e| e.1).collect::<Vec<_>>(),
+        vec![2]
+    );
+    assert_eq!(
+        hits(&r, "input_ids", "max_length")
+            .1
+            .iter()
+            .map(|e| e.1)
+            .collect::<Vec<_>>(),
+        vec![4]
+    );
+    assert_eq!(
+        hits(&r, "token_type_ids", "index")
+            .1
+            .iter()
+            .map(|e| e.1)
+            .collect::<Vec<_>>(),
+        vec![7]
+    );
+    // Never overwrites without --force.
+    let again = env.run(&["init", "clean", "--model", "model", "-o", "proposed.yaml"]);
+    assert_eq!(again.code, 2);
+    assert!(again.stderr.contains("--force"));
+    assert_eq!(env.run(&["init", "clean", "-o", "proposed.yaml", "--force"]).code, 0);
+    // Without a model, observed bounds with comments saying so.
+    let text = std::fs::read_to_string(env.path("proposed.yaml")).unwrap();
+    assert!(text.contains("# observed largest id + 1"), "{text}");
+    env.check_json(&["-s", "proposed.yaml", "clean"], 0);
+}
+
+#[test]
+fn init_wires_model_types_as_they_consume_positions() {
+    let env = Env::new();
+    env.python(
+        r#"
+pq.write_table(pa.table({'input_ids': pa.array([[1, 2, 3]], pa.list_(pa.int64())), 'labels': pa.array([[0, 1, 255]], pa.list_(pa.int64()))}), 'd.parquet')
+for name, cfg in {
+    'roberta': {'model_type': 'roberta', 'vocab_size': 50265, 'max_position_embeddings': 514, 'pad_token_id': 1},
+    'llama': {'model_type': 'llama', 'vocab_size': 32000, 'max_position_embeddings': 4096},
+    'gpt2': {'model_type': 'gpt2', 'vocab_size': 50257, 'n_positions': 1024},
+    'segformer': {'model_type': 'segformer', 'id2label': {str(i): str(i) for i in range(150)}},
+}.items():
+    os.mkdir(name)
+    json.dump(cfg, open(f'{name}/config.json', 'w'))
+"#,
+    );
+    let propose = |m: &str| {
+        let out = env.run(&["init", "d.parquet", "--model", m, "-o", &format!("{m}.yaml")]);
+        assert_eq!(out.code, 0, "{m}: {}", out.stderr);
+        std::fs::read_to_string(env.path(&format!("{m}.yaml"))).unwrap()
+    };
+    let roberta = propose("roberta");
+    assert!(
+        roberta.contains("max_length: {hf_config: roberta, key: max_position_embeddings, offset: -2}"),
+        "{roberta}"
+    );
+    assert!(roberta.contains("pad_id: 1"), "{roberta}");
+    let llama = propose("llama");
+    assert!(
+        !llama.contains("    max_length: ") && llama.contains("# no max_length"),
+        "{llama}"
+    );
+    assert!(propose("gpt2").contains("max_length: {hf_config: gpt2, key: n_positions}"));
+    let seg = propose("segformer");
+    assert!(seg.contains("ignore_index: 255"), "{seg}");
+    // Each proposal is a schema that check accepts on its data.
+    for m in ["roberta", "llama", "gpt2", "segformer"] {
+        let r = env.run(&["check", "-s", &format!("{m}.yaml"), "d.parquet", "--format", "json"]);
+        assert!(r.code == 0 || r.code == 1, "{m}: {}", r.stdout);
+    }
+}

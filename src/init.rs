@@ -1,0 +1,424 @@
+//! `preflight init`: propose a schema from the data and the model.
+//!
+//! A schema written by hand copies numbers that drift; `init` writes one that
+//! a person can read and commit. Bounds come from the model's config.json as
+//! references (so they follow the model), wired the way each `model_type`
+//! consumes them (torch-semantics part B); without a model, from what the data
+//! shows, each with a comment saying what it was inferred from.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::datatypes::DataType;
+use serde_json::Value as Json;
+
+use crate::source::{self, discover};
+
+/// Rows profiled per file: enough to see the classes, cheap on big files.
+const PROFILE_ROWS: u64 = 200_000;
+/// Integer columns with at most this many distinct values look like classes.
+const MAX_CLASSES: usize = 1000;
+
+/// What the data showed of one column.
+#[derive(Debug, Default, Clone)]
+struct Profile {
+    name: String,
+    list: bool,
+    integer: bool,
+    float: bool,
+    string: bool,
+    min: Option<i128>,
+    max: Option<i128>,
+    max_len: u64,
+    distinct: BTreeSet<i128>,
+    strings: BTreeSet<String>,
+    many: bool,
+}
+
+impl Profile {
+    fn int(&mut self, v: i128) {
+        self.integer = true;
+        self.min = Some(self.min.map_or(v, |m| m.min(v)));
+        self.max = Some(self.max.map_or(v, |m| m.max(v)));
+        if !self.many {
+            self.distinct.insert(v);
+            self.many = self.distinct.len() > MAX_CLASSES;
+        }
+    }
+}
+
+/// The model's config.json, as far as bounds go.
+struct Model {
+    dir: String,
+    config: Json,
+}
+
+impl Model {
+    fn get(&self, key: &str) -> Option<i128> {
+        self.config.get(key).and_then(Json::as_i64).map(i128::from)
+    }
+    fn model_type(&self) -> &str {
+        self.config.get("model_type").and_then(Json::as_str).unwrap_or("")
+    }
+    fn num_labels(&self) -> Option<usize> {
+        self.config.get("id2label").and_then(Json::as_object).map(|m| m.len())
+    }
+}
+
+/// Writes a proposed schema for the data at `paths` (and the model at
+/// `model`, a folder with config.json) as YAML text; `schema_dir` is where
+/// the schema will live, which model references are relative to.
+pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<String, String> {
+    let model = match model {
+        None => None,
+        Some(dir) => {
+            let file = if dir.is_dir() {
+                dir.join("config.json")
+            } else {
+                dir.to_path_buf()
+            };
+            let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+            let config = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", file.display()))?;
+            Some(Model {
+                dir: relative_to(dir, schema_dir),
+                config,
+            })
+        }
+    };
+    let (files, errors) = discover::discover(paths);
+    if let Some(e) = errors.first() {
+        return Err(e.to_string());
+    }
+    if files.is_empty() {
+        return Err("no data files found".into());
+    }
+    let mut profiles: Vec<Profile> = Vec::new();
+    for f in &files {
+        let src = source::open(&f.path).map_err(|e| format!("{}: {e}", f.display))?;
+        let names: Vec<String> = src.columns().to_vec();
+        let projection: Vec<usize> = (0..names.len()).collect();
+        let mut seen = 0u64;
+        for unit in 0..src.units() {
+            if seen >= PROFILE_ROWS {
+                break;
+            }
+            src.read(unit, &projection, &mut |b| {
+                for (i, col) in b.batch.columns().iter().enumerate() {
+                    let name = &names[projection[i]];
+                    let p = match profiles.iter_mut().position(|p| &p.name == name) {
+                        Some(k) => &mut profiles[k],
+                        None => {
+                            profiles.push(Profile {
+                                name: name.clone(),
+                                ..Default::default()
+                            });
+                            profiles.last_mut().expect("just pushed")
+                        }
+                    };
+                    profile(p, col);
+                }
+                seen += b.batch.num_rows() as u64;
+                Ok(())
+            })
+            .map_err(|e| format!("{}: {e}", f.display))?;
+        }
+    }
+    Ok(render(
+        &profiles,
+        model.as_ref(),
+        &files.iter().map(|f| f.display.clone()).collect::<Vec<_>>(),
+    ))
+}
+
+fn profile(p: &mut Profile, col: &ArrayRef) {
+    match col.data_type() {
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
+            p.list = true;
+            let (lens, child): (Vec<u64>, ArrayRef) = match col.data_type() {
+                DataType::List(_) => {
+                    let l = col.as_list::<i32>();
+                    (
+                        l.offsets().windows(2).map(|w| (w[1] - w[0]) as u64).collect(),
+                        l.values().clone(),
+                    )
+                }
+                DataType::LargeList(_) => {
+                    let l = col.as_list::<i64>();
+                    (
+                        l.offsets().windows(2).map(|w| (w[1] - w[0]) as u64).collect(),
+                        l.values().clone(),
+                    )
+                }
+                _ => {
+                    let l = col.as_fixed_size_list();
+                    (vec![l.value_length() as u64; l.len()], l.values().clone())
+                }
+            };
+            p.max_len = p.max_len.max(lens.into_iter().max().unwrap_or(0));
+            scalars(p, &child);
+        }
+        _ => scalars(p, col),
+    }
+}
+
+fn scalars(p: &mut Profile, a: &ArrayRef) {
+    use arrow::datatypes::*;
+    macro_rules! ints {
+        ($t:ty) => {
+            for v in a.as_primitive::<$t>().iter().flatten() {
+                p.int(i128::from(v));
+            }
+        };
+    }
+    match a.data_type() {
+        DataType::Int8 => ints!(Int8Type),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Int32 => ints!(Int32Type),
+        DataType::Int64 => ints!(Int64Type),
+        DataType::UInt8 => ints!(UInt8Type),
+        DataType::UInt16 => ints!(UInt16Type),
+        DataType::UInt32 => ints!(UInt32Type),
+        DataType::UInt64 => ints!(UInt64Type),
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => p.float = true,
+        DataType::Utf8 | DataType::LargeUtf8 => {
+            p.string = true;
+            let strings: Vec<String> = match a.data_type() {
+                DataType::Utf8 => a.as_string::<i32>().iter().flatten().map(str::to_string).collect(),
+                _ => a.as_string::<i64>().iter().flatten().map(str::to_string).collect(),
+            };
+            for s in strings {
+                if p.strings.len() <= 100 {
+                    p.strings.insert(s);
+                }
+            }
+        }
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => scalars_nested(p, a),
+        _ => {}
+    }
+}
+
+fn scalars_nested(p: &mut Profile, a: &ArrayRef) {
+    let child = match a.data_type() {
+        DataType::List(_) => a.as_list::<i32>().values().clone(),
+        DataType::LargeList(_) => a.as_list::<i64>().values().clone(),
+        _ => a.as_fixed_size_list().values().clone(),
+    };
+    scalars(p, &child);
+}
+
+const ROPE: &[&str] = &[
+    "llama", "mistral", "mixtral", "qwen2", "qwen3", "gpt_neox", "gemma", "gemma2", "phi3", "t5", "mt5",
+];
+const SEGMENTATION: &[&str] = &[
+    "segformer",
+    "beit",
+    "data2vec-vision",
+    "dpt",
+    "mobilevit",
+    "mobilevitv2",
+    "mobilenet_v2",
+    "upernet",
+];
+
+fn render(profiles: &[Profile], model: Option<&Model>, files: &[String]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Written by `preflight init` from {} file(s){}.",
+        files.len(),
+        model
+            .map(|m| format!(" and the model in {}", m.dir))
+            .unwrap_or_default()
+    );
+    out.push_str("# Every bound says where it came from: check them before you rely on them.\nversion: 1\ncolumns:\n");
+    let ids = profiles
+        .iter()
+        .find(|p| p.name == "input_ids" && p.list)
+        .map(|p| p.name.clone());
+    let cfg = |key: &str, m: &Model| format!("{{hf_config: {}, key: {key}}}", yaml_str(&m.dir));
+    for p in profiles {
+        let name = yaml_str(&p.name);
+        let mut lines: Vec<String> = Vec::new();
+        let is_ids = p.list && p.integer && (p.name.ends_with("input_ids") || p.name == "position_ids");
+        let is_types = p.name == "token_type_ids" && p.integer;
+        let is_mask = p.name == "attention_mask" && p.integer;
+        if is_ids {
+            lines.push("kind: index".into());
+            match model.and_then(|m| m.get("vocab_size").map(|_| m)) {
+                Some(m) => lines.push(format!(
+                    "size: {}  # the embedding rows: vocab_size of the model",
+                    cfg("vocab_size", m)
+                )),
+                None => lines.push(format!(
+                    "size: {}  # observed largest id + 1: replace with the model's vocab_size",
+                    p.max.unwrap_or(0) + 1
+                )),
+            }
+            lines.extend(length_rule(p, model));
+        } else if is_types {
+            lines.push("kind: index".into());
+            match model {
+                Some(m) if m.model_type() == "gpt2" => lines.push(format!(
+                    "size: {}  # GPT-2 looks token types up in its word embedding",
+                    cfg("vocab_size", m)
+                )),
+                Some(m) if m.get("type_vocab_size").is_some_and(|t| t > 0) => {
+                    lines.push(format!("size: {}", cfg("type_vocab_size", m)))
+                }
+                _ => lines.push(format!("size: {}  # observed largest type + 1", p.max.unwrap_or(0) + 1)),
+            }
+            if let Some(i) = &ids {
+                lines.push(format!("same_length_as: {}", yaml_str(i)));
+            }
+        } else if is_mask {
+            lines.push("kind: values\nallowed: [0, 1]".into());
+            if let Some(i) = &ids
+                && p.list
+            {
+                lines.push(format!("same_length_as: {}", yaml_str(i)));
+            }
+        } else if p.integer && !p.many {
+            lines.push("kind: class".into());
+            let seg = model.is_some_and(|m| SEGMENTATION.contains(&m.model_type()));
+            let is_label = p.name == "label" || p.name == "labels";
+            match model {
+                Some(m)
+                    if is_label
+                        && m.num_labels().is_some_and(|n| n > 1)
+                        && p.max.is_some_and(|x| x < m.num_labels().unwrap_or(0) as i128) =>
+                {
+                    lines.push(format!(
+                        "num_classes: {}  # len(id2label) of the model's head",
+                        cfg("num_labels", m)
+                    ));
+                }
+                Some(m) if is_label && p.list && m.get("vocab_size").is_some() => {
+                    lines.push(format!(
+                        "num_classes: {}  # token labels index the vocabulary",
+                        cfg("vocab_size", m)
+                    ));
+                }
+                _ => {
+                    let lo = p.min.unwrap_or(0);
+                    let note = if lo >= 1 {
+                        " (no 0 seen: are the labels 1-indexed?)"
+                    } else {
+                        ""
+                    };
+                    lines.push(format!(
+                        "num_classes: {}  # observed values {}..={}{note}: set the model's class count",
+                        p.max.unwrap_or(0).max(0) + 1,
+                        lo,
+                        p.max.unwrap_or(0)
+                    ));
+                }
+            }
+            if seg {
+                lines.push("ignore_index: 255  # semantic_loss_ignore_index of Hugging Face segmentation heads".into());
+            } else if p.distinct.contains(&-100) {
+                lines.push("ignore_index: -100  # seen in the data; torch's default".into());
+            }
+            if p.list && p.name == "labels" && ids.is_some() && !seg {
+                lines.push(format!("same_length_as: {}", yaml_str(ids.as_deref().unwrap_or(""))));
+            }
+        } else if p.string && !p.list && p.strings.len() <= 100 && !p.strings.is_empty() {
+            let names: Vec<String> = p.strings.iter().map(|s| yaml_str(s)).collect();
+            lines.push(format!(
+                "kind: class\nclasses: [{}]  # every value seen",
+                names.join(", ")
+            ));
+        } else {
+            let why = if p.float {
+                "floats"
+            } else if p.many {
+                "more distinct integers than classes"
+            } else {
+                "no rule fits"
+            };
+            let _ = writeln!(out, "  # {name}: not checked ({why})");
+            continue;
+        }
+        let _ = writeln!(out, "  {name}:");
+        for l in lines.iter().flat_map(|l| l.lines()) {
+            let _ = writeln!(out, "    {l}");
+        }
+    }
+    out
+}
+
+/// The sequence-length rule of the model's position table (part B).
+fn length_rule(p: &Profile, model: Option<&Model>) -> Vec<String> {
+    let cfg = |key: &str, m: &Model, extra: &str| format!("{{hf_config: {}, key: {key}{extra}}}", yaml_str(&m.dir));
+    let Some(m) = model else {
+        return vec![format!(
+            "# observed longest row: {} (set max_length to the model's position limit)",
+            p.max_len
+        )];
+    };
+    let t = m.model_type();
+    if ROPE.contains(&t) || (t == "deberta-v2" && m.config.get("position_biased_input") != Some(&Json::Bool(true))) {
+        return vec![format!(
+            "# no max_length: {t} computes positions (RoPE/relative), longer rows do not crash"
+        )];
+    }
+    match t {
+        "roberta" | "xlm-roberta" | "camembert" => {
+            let pad = m.get("pad_token_id").unwrap_or(1);
+            vec![
+                format!(
+                    "max_length: {}  # non-pad tokens <= max_position_embeddings - pad_token_id - 1",
+                    cfg("max_position_embeddings", m, &format!(", offset: {}", -(pad + 1)))
+                ),
+                format!("pad_id: {pad}  # pad_token_id: pads do not take positions"),
+            ]
+        }
+        "gpt2" => vec![format!(
+            "max_length: {}  # left pads count too",
+            cfg("n_positions", m, "")
+        )],
+        _ if m.get("max_position_embeddings").is_some() => {
+            vec![format!(
+                "max_length: {}  # pads and special tokens count",
+                cfg("max_position_embeddings", m, "")
+            )]
+        }
+        _ => vec![format!(
+            "# observed longest row: {}; the model's config has no position limit",
+            p.max_len
+        )],
+    }
+}
+
+fn yaml_str(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))
+        && !s
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '-' || c == '.')
+        && !["true", "false", "null", "yes", "no", "on", "off", "y", "n"].contains(&s.to_ascii_lowercase().as_str());
+    if plain {
+        s.to_string()
+    } else {
+        serde_json::to_string(s).unwrap_or_default()
+    }
+}
+
+/// `target` as a path relative to `base` when it lies below it, else absolute.
+fn relative_to(target: &Path, base: &Path) -> String {
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    match (target.canonicalize(), base.canonicalize()) {
+        (Ok(t), Ok(b)) => match t.strip_prefix(&b) {
+            Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
+            Ok(rest) => rest.display().to_string(),
+            Err(_) => t.display().to_string(),
+        },
+        _ => target.display().to_string(),
+    }
+}
