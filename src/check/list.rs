@@ -31,12 +31,14 @@ pub(crate) fn check_list_values(
             let a = array.as_fixed_size_list();
             let size = usize::try_from(*size).map_err(|_| "has a negative list size".to_string())?;
             let child = a.values();
-            let base = a.offset();
-            let child_to_row = |c: usize| to_row(c / size.max(1) - base);
+            // Where row 0's elements start in `child` (a sliced array may not
+            // start at the child's beginning).
+            let base = if a.is_empty() { 0 } else { a.value_offset_at(0) };
+            let child_to_row = |c: usize| to_row((c - base) / size.max(1));
             each_run(a.nulls(), range, |rows, valid| {
                 if valid {
-                    let start = (base + rows.start) * size;
-                    let end = (base + rows.end) * size;
+                    let start = base + rows.start * size;
+                    let end = base + rows.end * size;
                     check_values(col, child.as_ref(), start..end, &child_to_row, at, tally)
                 } else {
                     for r in rows {

@@ -119,3 +119,43 @@ proptest! {
         prop_assert_eq!(report.rows, case.labels.len() as u64);
     }
 }
+
+/// Sliced arrays (a non-zero offset, as readers may hand out) give the same
+/// verdicts and rows as the data they show.
+#[test]
+fn sliced_arrays_check_like_their_contents() {
+    use arrow::array::{FixedSizeListArray, Int32Array, ListArray};
+    use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+    use arrow::datatypes::{DataType, Field};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema_path = dir.path().join("s.yaml");
+    std::fs::write(&schema_path, "columns:\n  f: {kind: index, size: 10, max_length: 2}\n  l: {kind: index, size: 10, min_length: 1}\n  p: {kind: index, size: 10}\n").expect("schema");
+    let schema = preflight::Schema::from_file(&schema_path).expect("schema");
+    let v = preflight::Validator::new(schema, 10);
+    let item = Arc::new(Field::new("item", DataType::Int32, true));
+    // Rows: [0,1] [2,10] null [11,3] [4,5]; sliced to rows 1..5.
+    let child = Int32Array::from(vec![0, 1, 2, 10, 99, 99, 11, 3, 4, 5]);
+    let nulls = NullBuffer::from(vec![true, true, false, true, true]);
+    let f = FixedSizeListArray::new(item.clone(), 2, Arc::new(child.clone()), Some(nulls.clone())).slice(1, 4);
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(vec![0, 2, 4, 6, 8, 10]));
+    let l = ListArray::new(item, offsets, Arc::new(child), Some(nulls)).slice(1, 4);
+    let p = Int32Array::from(vec![Some(1), Some(12), None, Some(-1), Some(3)]).slice(1, 4);
+    let batch = RecordBatch::try_from_iter([
+        ("f", Arc::new(f) as ArrayRef),
+        ("l", Arc::new(l) as ArrayRef),
+        ("p", Arc::new(p) as ArrayRef),
+    ])
+    .expect("batch");
+    let mut tally = v.tally();
+    assert!(v.check_batch(&batch, 0, 100, &mut tally).is_empty());
+    let rows = |check: usize| tally.checks[check].examples.iter().map(|e| e.row).collect::<Vec<u64>>();
+    // Plan order per column: index, null, not_integer, then length rules.
+    assert_eq!(rows(0), vec![100, 102]); // f: 10 at row 100, 11 at row 102
+    assert_eq!(rows(1), vec![101]); // f: the null row
+    assert_eq!(rows(4), vec![100, 102]); // l: same values
+    assert_eq!(rows(5), vec![101]);
+    assert_eq!(rows(8), vec![100, 102]); // p: 12 and -1
+    assert_eq!(rows(9), vec![101]);
+    assert_eq!(tally.rows, 4);
+}
