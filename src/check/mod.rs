@@ -359,7 +359,8 @@ impl Validator {
     /// so its values need not be decoded. Length rules always need data.
     pub fn proven_by(&self, ci: usize, stats: &crate::source::UnitStats) -> bool {
         let col = &self.columns[ci];
-        if col.spec.has_length_rules() {
+        // Length rules need the data, its own or a column comparing with it.
+        if col.spec.has_length_rules() || self.columns.iter().any(|c| c.spec.same_length_as == Some(ci)) {
             return false;
         }
         let Some(iv) = col.interval else { return false };

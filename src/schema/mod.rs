@@ -380,7 +380,15 @@ fn validate_column(
     }
     let mut sources: Vec<(String, String)> = Vec::new();
     let mut resolve = |key: &str, b: &Bound, sources: &mut Vec<(String, String)>| -> Result<Number, Error> {
-        let r: Resolved = bound::resolve(b, base, &at(key), path)?;
+        let r: Resolved = bound::resolve(b, base, &at(key), path).map_err(|e| match e {
+            // Say which schema key needed the artifact, too.
+            Error::Reference { file, key: k, message } => Error::Reference {
+                file,
+                key: k,
+                message: format!("{message} (needed by {} in {})", at(key), path.display()),
+            },
+            other => other,
+        })?;
         if let Some(w) = bound::mismatch(b, base, r.value) {
             warnings.push(format!("columns.{name}.{key}: {w}"));
         }

@@ -38,7 +38,15 @@ pub fn discover(args: &[PathBuf]) -> (Vec<DataFile>, Vec<Error>) {
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
         if arg.is_dir() {
+            let before = files.len();
             walk(arg, &mut files, &mut errors);
+            // A gate must not pass a directory it found nothing to check in.
+            if files.len() == before {
+                errors.push(Error::Discover {
+                    path: shown,
+                    message: "no data files of a known format in this directory".into(),
+                });
+            }
         } else if arg.exists() || !is_glob {
             // A named file is checked whatever its name; a missing one is
             // reported when it is opened.

@@ -70,6 +70,12 @@ impl Source for ParquetSource {
     /// `max_value` (never the deprecated fields) marked exact, and a null count.
     fn unit_stats(&self, unit: usize, column: usize) -> Option<UnitStats> {
         let leaf = (*self.leaf_of.get(column)?)?;
+        // Only plain integers (or lists of them): a decimal, date, duration
+        // or struct also sorts as a signed INT32/INT64, but its statistics
+        // are not the values the rules see.
+        if !plain_integers(self.meta.schema().fields().get(column)?.data_type()) {
+            return None;
+        }
         let descr = self.meta.parquet_schema().column(leaf);
         if descr.sort_order() != SortOrder::SIGNED {
             return None;
@@ -140,5 +146,16 @@ impl Source for ParquetSource {
             row += n;
         }
         Ok(())
+    }
+}
+
+/// Whether a column holds plain signed integers, possibly in lists.
+fn plain_integers(t: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType as T;
+    match t {
+        T::Int8 | T::Int16 | T::Int32 | T::Int64 => true,
+        T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) => plain_integers(f.data_type()),
+        T::Dictionary(_, v) => plain_integers(v),
+        _ => false,
     }
 }

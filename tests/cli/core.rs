@@ -669,3 +669,46 @@ pq.write_table(t, 'dict.parquet', row_group_size=3000, use_dictionary=True)
         assert_eq!(r["rows"], 20000);
     }
 }
+
+// Found in review: statistics must never prove a column that a length rule
+// compares with, nor values that are not plain integers.
+#[test]
+fn statistics_never_skip_same_length_partners_or_non_integer_types() {
+    let env = Env::new();
+    env.write("t.yaml", "columns:\n  input_ids: {kind: index, size: 30522}\n  token_type_ids: {kind: index, size: 2, same_length_as: input_ids}\n");
+    env.write("c.yaml", LABELS);
+    env.python(
+        r#"
+import decimal, datetime
+pq.write_table(pa.table({'input_ids': pa.array([[1, 2, 3], [4, 5]], pa.list_(pa.int64())), 'token_type_ids': pa.array([[0, 0], [0, 0]], pa.list_(pa.int64()))}), 't.parquet')
+pq.write_table(pa.table({'label': pa.array([decimal.Decimal('0.05'), decimal.Decimal('0.07')], pa.decimal128(5, 2))}), 'dec.parquet', store_decimal_as_integer=True)
+pq.write_table(pa.table({'label': pa.array([datetime.date(1970, 1, 2)], pa.date32())}), 'date.parquet')
+pq.write_table(pa.table({'label': pa.array([{'v': 1}], pa.struct([('v', pa.int64())]))}), 'struct.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "t.yaml", "t.parquet"], 1);
+    assert_eq!(rows(&r, "token_type_ids", "same_length_as"), vec![0]);
+    for f in ["dec.parquet", "date.parquet", "struct.parquet"] {
+        let r = env.check_json(&["-s", "c.yaml", f], 2);
+        assert!(
+            r["errors"][0]["message"].as_str().unwrap().contains("`label`"),
+            "{f}: {}",
+            r["errors"]
+        );
+    }
+}
+
+#[test]
+fn a_directory_without_data_files_is_an_error_not_a_pass() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.write("empty/state.json", "{}");
+    env.write("empty/train.parq", "not a known extension");
+    let r = env.check_json(&["-s", "s.yaml", "empty"], 2);
+    assert_eq!(r["files"], 0);
+    assert!(
+        r["errors"][0]["message"].as_str().unwrap().contains("no data files"),
+        "{}",
+        r["errors"]
+    );
+}
