@@ -397,3 +397,79 @@ np.savez_compressed('d/h.npz', label=label, ids=np.array(ids))
     assert_eq!(r["files"], 8);
     assert_eq!(r["rows"], 3000 * 8);
 }
+
+#[test]
+fn every_format_from_polars_duckdb_and_pandas_writers() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 100, max_length: 3}\n",
+    );
+    // The same rows written by several writers (their own encoders,
+    // statistics and row-group layouts); bad values at rows 5, 70001, 99999.
+    env.python(
+        r#"
+import polars as pl, duckdb
+n = 100000
+label = (np.arange(n) % 10).astype(np.int64)
+label[5] = 10; label[70001] = -1; label[99999] = 255
+ids = [[i % 100, (i * 3) % 100] for i in range(n)]
+ids[123] = [1, 2, 3, 4]
+ids[4567] = [100]
+os.mkdir('w')
+df = pl.DataFrame({'label': label, 'ids': ids}, schema={'label': pl.Int64, 'ids': pl.List(pl.Int32)})
+df.write_parquet('w/polars.parquet', row_group_size=30000)
+df.write_parquet('w/polars_nostats.parquet', statistics=False)
+con = duckdb.connect()
+con.register('t', df.to_arrow())
+con.execute("COPY t TO 'w/duckdb.parquet' (FORMAT parquet, ROW_GROUP_SIZE 20000)")
+pd.DataFrame({'label': label, 'ids': ids}).to_parquet('w/pandas.parquet')
+os.mkdir('o')
+df.write_ipc('o/polars.arrow', compression='zstd')
+df.write_ipc_stream('o/polars.arrows')
+df.select('label').write_csv('o/polars.csv')
+df.write_ndjson('o/polars.jsonl')
+con.execute("COPY (SELECT label FROM t) TO 'o/duckdb.csv' (HEADER)")
+con.execute("COPY t TO 'o/duckdb.jsonl' (FORMAT json)")
+"#,
+    );
+    env.write("o.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 100, max_length: 3, optional: true}\n");
+    for f in [
+        "o/polars.arrow",
+        "o/polars.arrows",
+        "o/polars.csv",
+        "o/polars.jsonl",
+        "o/duckdb.csv",
+        "o/duckdb.jsonl",
+    ] {
+        let r = env.check_json(&["-s", "o.yaml", f], 1);
+        assert_eq!(r["rows"], 100000, "{f}");
+        assert_eq!(rows(&r, "label", "class"), vec![5, 70001, 99999], "{f}");
+        if !f.ends_with(".csv") {
+            assert_eq!(rows(&r, "ids", "index"), vec![4567], "{f}");
+            assert_eq!(rows(&r, "ids", "max_length"), vec![123], "{f}");
+        }
+    }
+    for f in [
+        "w/polars.parquet",
+        "w/polars_nostats.parquet",
+        "w/duckdb.parquet",
+        "w/pandas.parquet",
+    ] {
+        let r = env.check_json(&["-s", "s.yaml", f, "--max-examples", "10"], 1);
+        assert_eq!(r["rows"], 100000, "{f}");
+        assert_eq!(
+            hits(&r, "label", "class")
+                .1
+                .iter()
+                .map(|e| (e.1, e.2.clone()))
+                .collect::<Vec<_>>(),
+            vec![(5, json!(10)), (70001, json!(-1)), (99999, json!(255))],
+            "{f}"
+        );
+        assert_eq!(rows(&r, "ids", "index"), vec![4567], "{f}");
+        assert_eq!(rows(&r, "ids", "max_length"), vec![123], "{f}");
+        let full = env.check_json(&["-s", "s.yaml", f, "--max-examples", "10", "--full-scan"], 1);
+        assert_eq!(r, full, "{f}: statistics and a full scan disagree");
+    }
+}
