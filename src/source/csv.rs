@@ -242,26 +242,9 @@ impl Source for CsvSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Array, ArrayRef, AsArray};
+    use arrow::array::{Array, AsArray};
     use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
-    use textcol::test_util::{garbage, py_has, python, zstd_file};
-
-    /// Every batch of unit 0.
-    fn read_all(src: &dyn Source, projection: &[usize]) -> Result<Vec<Batch>, ReadError> {
-        let mut out = Vec::new();
-        src.read(0, projection, &mut |b| {
-            out.push(b);
-            Ok(())
-        })?;
-        Ok(out)
-    }
-
-    fn one_batch(src: &CsvSource, projection: &[usize]) -> Vec<ArrayRef> {
-        let batches = read_all(src, projection).unwrap();
-        assert_eq!(batches.len(), 1);
-        assert_eq!(batches[0].first_row, 0);
-        batches[0].batch.columns().to_vec()
-    }
+    use textcol::test_util::{garbage, one_batch, py_has, python, read_all, zstd_file};
 
     #[test]
     fn pandas_to_csv() {

@@ -70,13 +70,7 @@ impl Source for IpcSource {
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
         // Readers project in file order; put the columns in the asked order.
-        let mut sorted = projection.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let order: Vec<usize> = projection
-            .iter()
-            .map(|p| sorted.binary_search(p).unwrap_or(0))
-            .collect();
+        let (sorted, order) = super::file_order(projection);
         let mut emit = |first_row: u64, batch: RecordBatch| -> Result<(), ReadError> {
             let batch = batch.project(&order)?;
             // IPC batches can be large: hand them on in bounded slices.

@@ -133,6 +133,20 @@ impl From<std::io::Error> for ReadError {
     }
 }
 
+/// For readers that return projected columns in file order: the projection
+/// sorted (what to ask the reader for) and, for each asked column, its
+/// position in that sorted list (to put the columns back in the asked order).
+pub(crate) fn file_order(projection: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let mut sorted = projection.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let order = projection
+        .iter()
+        .map(|p| sorted.binary_search(p).unwrap_or(0))
+        .collect();
+    (sorted, order)
+}
+
 /// The formats preflight reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

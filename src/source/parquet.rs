@@ -130,13 +130,7 @@ impl Source for ParquetSource {
             .build()
             .map_err(|e| ReadError::from(e).at(at()))?;
         // The reader returns projected columns in file order.
-        let mut sorted: Vec<usize> = projection.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let order: Vec<usize> = projection
-            .iter()
-            .map(|p| sorted.binary_search(p).unwrap_or(0))
-            .collect();
+        let (_, order) = super::file_order(projection);
         let mut row = self.first_rows[unit];
         for batch in reader {
             let batch = batch.map_err(|e| ReadError::from(e).at(at()))?;

@@ -619,6 +619,8 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod test_util {
     use std::path::Path;
+
+    use crate::source::{Batch, ReadError, Source};
     use std::process::Command;
 
     /// Whether the test Python can import all of `modules`.
@@ -644,6 +646,24 @@ pub(crate) mod test_util {
             String::from_utf8_lossy(&out.stderr)
         );
         true
+    }
+
+    /// Every batch of unit 0.
+    pub fn read_all(src: &dyn Source, projection: &[usize]) -> Result<Vec<Batch>, ReadError> {
+        let mut out = Vec::new();
+        src.read(0, projection, &mut |b| {
+            out.push(b);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The columns of a file that reads as exactly one batch.
+    pub fn one_batch(src: &dyn Source, projection: &[usize]) -> Vec<arrow::array::ArrayRef> {
+        let batches = read_all(src, projection).expect("read");
+        assert_eq!(batches.len(), 1);
+        assert_eq!(batches[0].first_row, 0);
+        batches[0].batch.columns().to_vec()
     }
 
     /// Compresses a file with the zstd crate (for when `zstandard` is absent).
