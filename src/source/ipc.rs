@@ -16,6 +16,11 @@ use super::{BATCH_ROWS, Batch, ReadError, Source};
 
 const FILE_MAGIC: &[u8; 6] = b"ARROW1";
 
+/// The largest buffer a compressed batch may declare it decompresses to. The
+/// IPC reader allocates what a buffer declares before decompressing, so a
+/// hostile file could otherwise abort the process with one bogus length.
+const MAX_BUFFER_BYTES: i64 = 1 << 32;
+
 /// An Arrow IPC file or stream.
 pub struct IpcSource {
     path: PathBuf,
@@ -33,6 +38,7 @@ impl IpcSource {
             let reader = FileReader::try_new(File::open(path)?, None)?;
             let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
             let first_rows = batch_first_rows(path)?;
+            vet_buffers(path, true)?;
             if first_rows.len() != reader.num_batches() {
                 return Err(ReadError::new("the footer's record batches cannot be read"));
             }
@@ -45,6 +51,7 @@ impl IpcSource {
             let reader = StreamReader::try_new(BufReader::new(File::open(path)?), None)
                 .map_err(|e| ReadError::new(format!("not an Arrow IPC file or stream: {e}")))?;
             let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+            vet_buffers(path, false)?;
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
@@ -155,4 +162,104 @@ fn batch_first_rows(path: &Path) -> Result<Vec<u64>, ReadError> {
         next = next.saturating_add(u64::try_from(rows).map_err(|_| ReadError::new("negative row count").at(at()))?);
     }
     Ok(first_rows)
+}
+
+/// Reads the message headers (and 8-byte length prefixes of compressed
+/// buffers, nothing else) and rejects a compressed buffer that declares more
+/// than [`MAX_BUFFER_BYTES`]. A file's messages are found through its footer
+/// (writers need not repeat the stream inside it); a stream's by walking it.
+fn vet_buffers(path: &Path, file_format: bool) -> Result<(), ReadError> {
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut read_at = |offset: u64, n: u64| -> Result<Vec<u8>, ReadError> {
+        if offset.checked_add(n).is_none_or(|end| end > len) {
+            return Err(ReadError::new(format!(
+                "truncated: needs bytes {offset}..{} of {len}",
+                offset.saturating_add(n)
+            )));
+        }
+        let mut buf = vec![0u8; n as usize];
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(&mut buf)?;
+        Ok(buf)
+    };
+    // (offset, metadata length incl. its prefix, or None when unknown)
+    let mut messages: Vec<(u64, Option<u64>)> = Vec::new();
+    if file_format {
+        let trailer: [u8; 10] = read_at(len.saturating_sub(10), 10)?.try_into().unwrap_or([0; 10]);
+        let footer_len = read_footer_length(trailer)? as u64;
+        let footer = read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
+        let footer = root_as_footer(&footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+        for block in footer
+            .dictionaries()
+            .into_iter()
+            .flatten()
+            .chain(footer.recordBatches().into_iter().flatten())
+        {
+            let offset = u64::try_from(block.offset()).map_err(|_| ReadError::new("negative block offset"))?;
+            let meta = u64::try_from(block.metaDataLength()).map_err(|_| ReadError::new("negative block length"))?;
+            messages.push((offset, Some(meta)));
+        }
+        messages.reverse(); // popped from the end: keep file order
+    } else {
+        messages.push((0, None));
+    }
+    let word = |b: Vec<u8>| i32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
+    let mut i = 0usize;
+    while let Some((pos, known)) = messages.pop() {
+        let n = i;
+        let at = || format!("message {n}");
+        i += 1;
+        if pos + 4 > len {
+            break;
+        }
+        // A continuation marker and a length precede the flatbuffer (older
+        // writers: the length alone).
+        let first = read_at(pos, 4)?;
+        let (flat_len, head) = if first == [0xff; 4] {
+            (word(read_at(pos + 4, 4)?), 8)
+        } else {
+            (word(first), 4)
+        };
+        if flat_len == 0 {
+            continue; // end of stream
+        }
+        let flat_len = u64::try_from(flat_len).map_err(|_| ReadError::new("negative message length").at(at()))?;
+        let meta_total = known.unwrap_or(head + flat_len);
+        let flat = read_at(pos + head, meta_total.saturating_sub(head)).map_err(|e| e.at(at()))?;
+        let message = root_as_message(&flat).map_err(|e| ReadError::new(format!("invalid message: {e}")).at(at()))?;
+        let body = pos + meta_total;
+        let batch = message
+            .header_as_record_batch()
+            .or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
+        if let Some(b) = batch
+            && b.compression().is_some()
+        {
+            for buf in b.buffers().into_iter().flatten() {
+                if buf.length() < 8 {
+                    continue;
+                }
+                let offset =
+                    u64::try_from(buf.offset()).map_err(|_| ReadError::new("negative buffer offset").at(at()))?;
+                let prefix = read_at(body.saturating_add(offset), 8).map_err(|e| e.at(at()))?;
+                let declared = i64::from_le_bytes(prefix.try_into().unwrap_or([0; 8]));
+                if declared > MAX_BUFFER_BYTES {
+                    return Err(ReadError::new(format!(
+                        "a compressed buffer declares {declared} bytes once decompressed, more than the {MAX_BUFFER_BYTES} preflight accepts"
+                    ))
+                    .at(at()));
+                }
+            }
+        }
+        if known.is_none() {
+            // A stream: the next message follows this one's body.
+            let body_len =
+                u64::try_from(message.bodyLength()).map_err(|_| ReadError::new("negative body length").at(at()))?;
+            let next = body
+                .checked_add(body_len)
+                .ok_or_else(|| ReadError::new("body length overflows").at(at()))?;
+            messages.push((next, None));
+        }
+    }
+    Ok(())
 }

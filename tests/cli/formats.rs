@@ -473,3 +473,22 @@ con.execute("COPY t TO 'o/duckdb.jsonl' (FORMAT json)")
         assert_eq!(r, full, "{f}: statistics and a full scan disagree");
     }
 }
+
+#[test]
+fn ipc_buffer_declaring_a_huge_size_is_an_error_not_an_abort() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lz4_huge_buffer.feather");
+    std::fs::copy(fixture, env.path("bad.feather")).expect("copy");
+    env.python(&format!(
+        "{PLANT}\npq.write_table(pa.table({{'label': labels(100)}}), 'good.parquet')"
+    ));
+    let r = env.check_json(&["-s", "s.yaml", "bad.feather", "good.parquet"], 2);
+    assert_eq!(r["errors"][0]["file"], "bad.feather");
+    assert!(
+        r["errors"][0]["message"].as_str().unwrap().contains("979252555488"),
+        "{}",
+        r["errors"]
+    );
+    assert_eq!(rows(&r, "label", "class"), vec![5, 77, 99]);
+}
