@@ -712,3 +712,23 @@ fn a_directory_without_data_files_is_an_error_not_a_pass() {
         r["errors"]
     );
 }
+
+#[test]
+fn string_classes_with_near_miss_hint() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, classes: [cat, dog]}\n");
+    env.python("pq.write_table(pa.table({'label': pa.array(['cat', 'Dog ', 'dog', 'bird', None])}), 'a.parquet')");
+    let r = env.check_json(&["-s", "s.yaml", "a.parquet"], 1);
+    assert_eq!(
+        hits(&r, "label", "class")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!("Dog ")), (3, json!("bird"))]
+    );
+    assert_eq!(rows(&r, "label", "null"), vec![4]);
+    let hint = check(&r, "label", "class")["hint"].as_str().unwrap_or("").to_string();
+    assert!(hint.contains("\"Dog \"") && hint.contains("\"dog\""), "{hint}");
+    assert_eq!(check(&r, "label", "class")["bound"], "one of 2 class names");
+}
