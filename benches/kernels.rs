@@ -1,0 +1,88 @@
+//! Kernel and Parquet-path benchmarks (`cargo bench`), so a regression shows
+//! up as a number: the integer class kernel, a list column with a length
+//! rule, and a whole `check` of a generated Parquet file with and without the
+//! statistics shortcut. Whole-process comparisons with other tools live in
+//! BENCHMARKS.md (the shared harness).
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Int32Array, Int64Array, ListArray, RecordBatch};
+use arrow::buffer::OffsetBuffer;
+use arrow::datatypes::{DataType, Field};
+use preflight::{Plan, ScanOptions, Schema, Validator};
+
+fn main() {
+    divan::main();
+}
+
+const ROWS: usize = 1 << 20;
+
+fn validator(yaml: &str) -> Validator {
+    Validator::new(Schema::from_yaml(yaml, "bench.yaml".as_ref()).expect("schema"), 5)
+}
+
+/// 1M int64 labels in range, with the ignore value sprinkled in.
+#[divan::bench]
+fn class_int64(bencher: divan::Bencher) {
+    let v = validator("columns:\n  label: {kind: class, num_classes: 1000}\n");
+    let labels: Vec<i64> = (0..ROWS as i64)
+        .map(|i| if i % 97 == 0 { -100 } else { i % 1000 })
+        .collect();
+    let batch = RecordBatch::try_from_iter([("label", Arc::new(Int64Array::from(labels)) as ArrayRef)]).expect("batch");
+    bencher.counter(divan::counter::ItemsCount::new(ROWS)).bench(|| {
+        let mut t = v.tally();
+        v.check_batch(divan::black_box(&batch), 0, 0, &mut t);
+        t
+    });
+}
+
+/// 1M token ids in rows of 256, with a max_length rule.
+#[divan::bench]
+fn index_list_int32(bencher: divan::Bencher) {
+    let v = validator("columns:\n  ids: {kind: index, size: 30522, max_length: 512}\n");
+    let values = Int32Array::from((0..ROWS as i32).map(|i| i % 30522).collect::<Vec<_>>());
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(256, ROWS / 256));
+    let field = Arc::new(Field::new("item", DataType::Int32, true));
+    let list = ListArray::new(field, offsets, Arc::new(values), None);
+    let batch = RecordBatch::try_from_iter([("ids", Arc::new(list) as ArrayRef)]).expect("batch");
+    bencher.counter(divan::counter::ItemsCount::new(ROWS)).bench(|| {
+        let mut t = v.tally();
+        v.check_batch(divan::black_box(&batch), 0, 0, &mut t);
+        t
+    });
+}
+
+/// A whole run over a 1M-row Parquet file (8 row groups).
+#[divan::bench(args = [false, true])]
+fn parquet_check(bencher: divan::Bencher, full_scan: bool) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("labels.parquet");
+    let labels: ArrayRef = Arc::new(Int64Array::from((0..ROWS as i64).map(|i| i % 1000).collect::<Vec<_>>()));
+    let batch = RecordBatch::try_from_iter([("label", labels)]).expect("batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(ROWS / 8))
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&data).expect("create"),
+        batch.schema(),
+        Some(props),
+    )
+    .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    let schema = dir.path().join("s.yaml");
+    std::fs::write(&schema, "columns:\n  label: {kind: class, num_classes: 1000}\n").expect("schema");
+    let plan = Plan {
+        schema,
+        paths: vec![data],
+        max_examples: 5,
+        scan: ScanOptions {
+            jobs: 1,
+            full_scan,
+            progress: false,
+        },
+    };
+    bencher
+        .counter(divan::counter::ItemsCount::new(ROWS))
+        .bench(|| preflight::check(&plan));
+}
