@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatch;
 use arrow::ipc::reader::{FileReader, StreamReader, read_footer_length};
-use arrow::ipc::{root_as_footer, root_as_message};
+use arrow::ipc::{Message, root_as_footer, root_as_message};
 
 use super::{BATCH_ROWS, Batch, ReadError, Source};
 
@@ -37,8 +37,7 @@ impl IpcSource {
         if n == 6 && &head == FILE_MAGIC {
             let reader = FileReader::try_new(File::open(path)?, None)?;
             let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
-            let first_rows = batch_first_rows(path)?;
-            vet_buffers(path, true)?;
+            let first_rows = index_file(path)?;
             if first_rows.len() != reader.num_batches() {
                 return Err(ReadError::new("the footer's record batches cannot be read"));
             }
@@ -51,7 +50,7 @@ impl IpcSource {
             let reader = StreamReader::try_new(BufReader::new(File::open(path)?), None)
                 .map_err(|e| ReadError::new(format!("not an Arrow IPC file or stream: {e}")))?;
             let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
-            vet_buffers(path, false)?;
+            vet_stream(path)?;
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
@@ -118,12 +117,21 @@ impl Source for IpcSource {
     }
 }
 
-/// The file row of each record batch's first row, from the batches' message
-/// headers alone (the footer holds no row counts; bodies are not read).
-fn batch_first_rows(path: &Path) -> Result<Vec<u64>, ReadError> {
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut read_at = |offset: u64, n: u64| -> Result<Vec<u8>, ReadError> {
+/// Random access to a file's bytes, bounded by its length.
+struct Bytes {
+    file: File,
+    len: u64,
+}
+
+impl Bytes {
+    fn open(path: &Path) -> Result<Bytes, ReadError> {
+        let file = File::open(path)?;
+        let len = file.metadata()?.len();
+        Ok(Bytes { file, len })
+    }
+
+    fn read_at(&mut self, offset: u64, n: u64) -> Result<Vec<u8>, ReadError> {
+        let len = self.len;
         if offset.checked_add(n).is_none_or(|end| end > len) {
             return Err(ReadError::new(format!(
                 "truncated: needs bytes {offset}..{} of {len}",
@@ -131,29 +139,98 @@ fn batch_first_rows(path: &Path) -> Result<Vec<u64>, ReadError> {
             )));
         }
         let mut buf = vec![0u8; n as usize];
-        f.seek(SeekFrom::Start(offset))?;
-        f.read_exact(&mut buf)?;
+        self.file.seek(SeekFrom::Start(offset))?;
+        self.file.read_exact(&mut buf)?;
         Ok(buf)
-    };
-    let trailer: [u8; 10] = read_at(len.saturating_sub(10), 10)?.try_into().unwrap_or([0; 10]);
-    let footer_len = read_footer_length(trailer)? as u64;
-    let footer = read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
-    let footer = root_as_footer(&footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
-    let mut first_rows = Vec::new();
-    let mut next = 0u64;
-    for (i, block) in footer.recordBatches().into_iter().flatten().enumerate() {
-        let at = || format!("record batch {i}");
-        let offset = u64::try_from(block.offset()).map_err(|_| ReadError::new("negative offset").at(at()))?;
-        let meta_len = u64::try_from(block.metaDataLength()).map_err(|_| ReadError::new("negative length").at(at()))?;
-        let meta = read_at(offset, meta_len).map_err(|e| e.at(at()))?;
+    }
+
+    /// The flatbuffer of the message at `pos` and where its body starts;
+    /// `meta_len` (prefix included) is known for a file's blocks, read from
+    /// the prefix in a stream. `None` at the end-of-stream marker.
+    fn message_at(&mut self, pos: u64, meta_len: Option<u64>) -> Result<Option<(Vec<u8>, u64)>, ReadError> {
+        let word = |b: Vec<u8>| i32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
         // A continuation marker and a length precede the flatbuffer (older
         // writers: the length alone).
-        let body = match meta.get(..4) {
-            Some([0xff, 0xff, 0xff, 0xff]) => meta.get(8..),
-            _ => meta.get(4..),
+        let first = self.read_at(pos, 4)?;
+        let (flat_len, head) = if first == [0xff; 4] {
+            (word(self.read_at(pos + 4, 4)?), 8)
+        } else {
+            (word(first), 4)
+        };
+        if flat_len == 0 {
+            return Ok(None);
         }
-        .unwrap_or_default();
-        let message = root_as_message(body).map_err(|e| ReadError::new(format!("invalid message: {e}")).at(at()))?;
+        let flat_len = u64::try_from(flat_len).map_err(|_| ReadError::new("negative message length"))?;
+        let total = meta_len.unwrap_or(head + flat_len);
+        let flat = self.read_at(pos + head, total.saturating_sub(head))?;
+        Ok(Some((flat, pos + total)))
+    }
+
+    /// Rejects a compressed buffer of `message` (body at `body`) that
+    /// declares more than [`MAX_BUFFER_BYTES`] once decompressed: the IPC
+    /// reader allocates that much before decompressing.
+    fn vet(&mut self, message: &Message, body: u64) -> Result<(), ReadError> {
+        let batch = message
+            .header_as_record_batch()
+            .or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
+        let Some(b) = batch.filter(|b| b.compression().is_some()) else {
+            return Ok(());
+        };
+        for buf in b.buffers().into_iter().flatten().filter(|buf| buf.length() >= 8) {
+            let offset = u64::try_from(buf.offset()).map_err(|_| ReadError::new("negative buffer offset"))?;
+            let prefix = self.read_at(body.saturating_add(offset), 8)?;
+            let declared = i64::from_le_bytes(prefix.try_into().unwrap_or([0; 8]));
+            if declared > MAX_BUFFER_BYTES {
+                return Err(ReadError::new(format!(
+                    "a compressed buffer declares {declared} bytes once decompressed, more than the {MAX_BUFFER_BYTES} preflight accepts"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse(flat: &[u8]) -> Result<Message<'_>, ReadError> {
+    root_as_message(flat).map_err(|e| ReadError::new(format!("invalid message: {e}")))
+}
+
+/// Reads an IPC file's footer and its messages' headers (bodies are not
+/// read): returns the file row of each record batch's first row (the footer
+/// holds no row counts) and vets every compressed buffer. Messages are found
+/// through the footer, since writers need not repeat the stream in a file.
+fn index_file(path: &Path) -> Result<Vec<u64>, ReadError> {
+    let mut bytes = Bytes::open(path)?;
+    let len = bytes.len;
+    let trailer: [u8; 10] = bytes.read_at(len.saturating_sub(10), 10)?.try_into().unwrap_or([0; 10]);
+    let footer_len = read_footer_length(trailer)? as u64;
+    let footer = bytes.read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
+    let footer = root_as_footer(&footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+    let block = |b: &arrow::ipc::Block| -> Result<(u64, u64), ReadError> {
+        let offset = u64::try_from(b.offset()).map_err(|_| ReadError::new("negative block offset"))?;
+        let meta = u64::try_from(b.metaDataLength()).map_err(|_| ReadError::new("negative block length"))?;
+        Ok((offset, meta))
+    };
+    for (i, b) in footer.dictionaries().into_iter().flatten().enumerate() {
+        let (offset, meta) = block(b)?;
+        if let Some((flat, body)) = bytes
+            .message_at(offset, Some(meta))
+            .map_err(|e| e.at(format!("dictionary {i}")))?
+        {
+            let message = parse(&flat).map_err(|e| e.at(format!("dictionary {i}")))?;
+            bytes.vet(&message, body).map_err(|e| e.at(format!("dictionary {i}")))?;
+        }
+    }
+    let mut first_rows = Vec::new();
+    let mut next = 0u64;
+    for (i, b) in footer.recordBatches().into_iter().flatten().enumerate() {
+        let at = || format!("record batch {i}");
+        let (offset, meta) = block(b).map_err(|e| e.at(at()))?;
+        let (flat, body) = bytes
+            .message_at(offset, Some(meta))
+            .map_err(|e| e.at(at()))?
+            .ok_or_else(|| ReadError::new("not a record batch").at(at()))?;
+        let message = parse(&flat).map_err(|e| e.at(at()))?;
+        bytes.vet(&message, body).map_err(|e| e.at(at()))?;
         let rows = message
             .header_as_record_batch()
             .map(|b| b.length())
@@ -164,102 +241,25 @@ fn batch_first_rows(path: &Path) -> Result<Vec<u64>, ReadError> {
     Ok(first_rows)
 }
 
-/// Reads the message headers (and 8-byte length prefixes of compressed
-/// buffers, nothing else) and rejects a compressed buffer that declares more
-/// than [`MAX_BUFFER_BYTES`]. A file's messages are found through its footer
-/// (writers need not repeat the stream inside it); a stream's by walking it.
-fn vet_buffers(path: &Path, file_format: bool) -> Result<(), ReadError> {
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut read_at = |offset: u64, n: u64| -> Result<Vec<u8>, ReadError> {
-        if offset.checked_add(n).is_none_or(|end| end > len) {
-            return Err(ReadError::new(format!(
-                "truncated: needs bytes {offset}..{} of {len}",
-                offset.saturating_add(n)
-            )));
-        }
-        let mut buf = vec![0u8; n as usize];
-        f.seek(SeekFrom::Start(offset))?;
-        f.read_exact(&mut buf)?;
-        Ok(buf)
-    };
-    // (offset, metadata length incl. its prefix, or None when unknown)
-    let mut messages: Vec<(u64, Option<u64>)> = Vec::new();
-    if file_format {
-        let trailer: [u8; 10] = read_at(len.saturating_sub(10), 10)?.try_into().unwrap_or([0; 10]);
-        let footer_len = read_footer_length(trailer)? as u64;
-        let footer = read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
-        let footer = root_as_footer(&footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
-        for block in footer
-            .dictionaries()
-            .into_iter()
-            .flatten()
-            .chain(footer.recordBatches().into_iter().flatten())
-        {
-            let offset = u64::try_from(block.offset()).map_err(|_| ReadError::new("negative block offset"))?;
-            let meta = u64::try_from(block.metaDataLength()).map_err(|_| ReadError::new("negative block length"))?;
-            messages.push((offset, Some(meta)));
-        }
-        messages.reverse(); // popped from the end: keep file order
-    } else {
-        messages.push((0, None));
-    }
-    let word = |b: Vec<u8>| i32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
+/// Walks an IPC stream's messages (headers only) and vets every compressed
+/// buffer, before the stream reader allocates anything they declare.
+fn vet_stream(path: &Path) -> Result<(), ReadError> {
+    let mut bytes = Bytes::open(path)?;
+    let mut pos = 0u64;
     let mut i = 0usize;
-    while let Some((pos, known)) = messages.pop() {
-        let n = i;
-        let at = || format!("message {n}");
-        i += 1;
-        if pos + 4 > len {
+    while pos + 4 <= bytes.len {
+        let at = format!("message {i}");
+        let Some((flat, body)) = bytes.message_at(pos, None).map_err(|e| e.at(at.clone()))? else {
             break;
-        }
-        // A continuation marker and a length precede the flatbuffer (older
-        // writers: the length alone).
-        let first = read_at(pos, 4)?;
-        let (flat_len, head) = if first == [0xff; 4] {
-            (word(read_at(pos + 4, 4)?), 8)
-        } else {
-            (word(first), 4)
         };
-        if flat_len == 0 {
-            continue; // end of stream
-        }
-        let flat_len = u64::try_from(flat_len).map_err(|_| ReadError::new("negative message length").at(at()))?;
-        let meta_total = known.unwrap_or(head + flat_len);
-        let flat = read_at(pos + head, meta_total.saturating_sub(head)).map_err(|e| e.at(at()))?;
-        let message = root_as_message(&flat).map_err(|e| ReadError::new(format!("invalid message: {e}")).at(at()))?;
-        let body = pos + meta_total;
-        let batch = message
-            .header_as_record_batch()
-            .or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
-        if let Some(b) = batch
-            && b.compression().is_some()
-        {
-            for buf in b.buffers().into_iter().flatten() {
-                if buf.length() < 8 {
-                    continue;
-                }
-                let offset =
-                    u64::try_from(buf.offset()).map_err(|_| ReadError::new("negative buffer offset").at(at()))?;
-                let prefix = read_at(body.saturating_add(offset), 8).map_err(|e| e.at(at()))?;
-                let declared = i64::from_le_bytes(prefix.try_into().unwrap_or([0; 8]));
-                if declared > MAX_BUFFER_BYTES {
-                    return Err(ReadError::new(format!(
-                        "a compressed buffer declares {declared} bytes once decompressed, more than the {MAX_BUFFER_BYTES} preflight accepts"
-                    ))
-                    .at(at()));
-                }
-            }
-        }
-        if known.is_none() {
-            // A stream: the next message follows this one's body.
-            let body_len =
-                u64::try_from(message.bodyLength()).map_err(|_| ReadError::new("negative body length").at(at()))?;
-            let next = body
-                .checked_add(body_len)
-                .ok_or_else(|| ReadError::new("body length overflows").at(at()))?;
-            messages.push((next, None));
-        }
+        let message = parse(&flat).map_err(|e| e.at(at.clone()))?;
+        bytes.vet(&message, body).map_err(|e| e.at(at.clone()))?;
+        let body_len =
+            u64::try_from(message.bodyLength()).map_err(|_| ReadError::new("negative body length").at(at.clone()))?;
+        pos = body
+            .checked_add(body_len)
+            .ok_or_else(|| ReadError::new("body length overflows").at(at))?;
+        i += 1;
     }
     Ok(())
 }
