@@ -5,6 +5,7 @@
 //! merge associatively in (file, row) order, so the report is the same for
 //! every thread count and every way the work was split.
 
+pub mod hint;
 pub mod human;
 pub mod json;
 
@@ -301,7 +302,7 @@ impl Report {
             .zip(tally.checks)
             .map(|(&(col, rule), t)| {
                 let spec = &schema.columns[col];
-                let hint = crate::report::human::hint(spec, rule, &t);
+                let hint = hint::hint(spec, rule, &t);
                 CheckReport {
                     column: spec.name.clone(),
                     rule,

@@ -1,0 +1,87 @@
+//! Hints: the likely cause of a check's violations, when the data shows one
+//! (1-indexed labels, a segmentation void label, a grown tokenizer, missing
+//! truncation, ...). Shown by every report format.
+
+use super::CheckTally;
+use crate::schema::{ColumnSpec, Rule, ValueRule};
+
+/// A likely cause of a check's violations, when the data shows one.
+pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
+    if t.violations == 0 {
+        return None;
+    }
+    let e = &t.evidence;
+    match (rule, &spec.values) {
+        (Rule::Class, ValueRule::Class { num_classes: n, ignore_index }) => {
+            if e.saw_255 && *n <= 255 && *ignore_index != Some(255) {
+                return Some("255 is the usual void/boundary label of segmentation masks: set `ignore_index: 255` if the loss ignores it (Hugging Face segmentation heads do), or map it to a class".into());
+            }
+            if e.saw_minus_100 && ignore_index.is_some() {
+                return Some(format!("-100 is torch's default ignore_index, but this schema ignores {} instead", ignore_index.unwrap_or_default()));
+            }
+            if e.saw_minus_one {
+                return Some("-1 is a common missing-label sentinel (GLUE test splits ship label -1): drop those rows, or set `ignore_index: -1` if the loss ignores it".into());
+            }
+            if e.bad_max == Some(*n) && e.bad_min == Some(*n) && e.min.is_some_and(|m| m >= 1) {
+                return Some(format!(
+                    "labels look 1-indexed (the smallest is {}, the largest equals num_classes {n}): subtract 1 from every label",
+                    e.min.unwrap_or(1)
+                ));
+            }
+            if let (Some(lo), Some(hi)) = (e.bad_min, e.bad_max)
+                && lo >= *n
+                && hi < 1 << 31
+            {
+                return Some(format!(
+                    "labels reach {hi} but num_classes is {n}: the head has too few classes for this data (it needs num_classes >= {})",
+                    hi + 1
+                ));
+            }
+            None
+        }
+        (Rule::Class, ValueRule::ClassNames { classes }) => {
+            // A near miss: the same name up to case and surrounding spaces.
+            t.examples.iter().find_map(|e| {
+                let super::Value::Str(v) = &e.value else { return None };
+                let want = v.trim().to_lowercase();
+                classes.iter().find(|c| c.trim().to_lowercase() == want).map(|c| {
+                    format!("{v:?} differs from the class {c:?} only in case or spaces: normalise the labels")
+                })
+            })
+        }
+        (Rule::Index, ValueRule::Index { size, .. }) => {
+            if e.saw_minus_100 {
+                return Some("-100 is the ignore value of labels, not a valid id: were labels copied into an id column?".into());
+            }
+            if e.saw_minus_one {
+                return Some("-1 is often used as a padding id, but embedding lookups reject negative ids: pad with the tokenizer's pad_token_id".into());
+            }
+            if let (Some(lo), Some(hi)) = (e.bad_min, e.bad_max)
+                && lo >= *size
+                && hi < size + (size / 100).max(1024)
+            {
+                return Some(format!(
+                    "ids {lo}..={hi} are just above the size {size}: tokens were added to the tokenizer without resizing the embedding matrix (model.resize_token_embeddings(len(tokenizer)))"
+                ));
+            }
+            if let Some(hi) = e.bad_max
+                && hi >= *size
+                && hi < 1 << 31
+            {
+                return Some(format!("ids reach {hi}, far above size {size}: the data was tokenized with a different tokenizer than the model's"));
+            }
+            None
+        }
+        (Rule::MaxLength, _) => Some(format!(
+            "rows longer than max_length {}: truncation is missing (tokenizer(..., truncation=True, max_length={}))",
+            spec.max_length.unwrap_or(0),
+            spec.max_length.unwrap_or(0)
+        )),
+        (Rule::NotInteger, _) if e.saw_fraction => Some(
+            "fractional values where whole numbers belong: probabilities or soft labels in a class/index column, or values corrupted by a float conversion".into(),
+        ),
+        (Rule::NotInteger, _) => Some("non-numbers (NaN, infinities or text) where whole numbers belong: a missing value turned into NaN, or a label column holding names (use `classes:`)".into()),
+        (Rule::Null, _) => Some("missing values in a column without `nullable: true`: fill or drop those rows".into()),
+        _ => None,
+    }
+}
