@@ -199,7 +199,7 @@ fn floats<T: ArrowPrimitiveType>(
     let mut min: Option<i128> = None;
     generic(
         col,
-        range,
+        range.clone(),
         to_row,
         at,
         tally,
@@ -210,9 +210,10 @@ fn floats<T: ArrowPrimitiveType>(
         },
     );
     if track_min {
-        for (i, v) in vals.iter().enumerate() {
+        // Only this call's range: a list's runs come one call at a time.
+        for i in range {
             if a.is_valid(i)
-                && let Some(w) = crate::schema::float_to_whole(widen(*v))
+                && let Some(w) = crate::schema::float_to_whole(widen(vals[i]))
                 && Some(w) != ignore(col)
             {
                 min = Some(min.map_or(w, |m| m.min(w)));

@@ -732,3 +732,40 @@ fn string_classes_with_near_miss_hint() {
     assert!(hint.contains("\"Dog \"") && hint.contains("\"dog\""), "{hint}");
     assert_eq!(check(&r, "label", "class")["bound"], "one of 2 class names");
 }
+
+// Review: the smallest value behind the 1-indexed hint must come from the
+// checked rows only (a float list column's null rows may cover any values;
+// IPC keeps such slots as written).
+#[test]
+fn one_indexed_hint_on_float_lists_ignores_null_rows() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  m: {kind: class, num_classes: 3, nullable: true}\n",
+    );
+    env.python(
+        r#"
+child = pa.array([0.0, 0.0, 1.0, 3.0, 2.0, 3.0], pa.float64())
+# Row 0 is null but its slot covers the two zeros.
+lists = pa.ListArray.from_arrays(pa.array([0, 2, 4, 6], pa.int32()), child, mask=pa.array([True, False, False]))
+import pyarrow.feather as feather
+feather.write_feather(pa.table({'m': lists}), 'f.feather', compression='uncompressed')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "f.feather"], 1);
+    assert_eq!(
+        hits(&r, "m", "class")
+            .1
+            .iter()
+            .map(|e| (e.1, e.2.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, json!(3.0)), (2, json!(3.0))]
+    );
+    assert!(
+        check(&r, "m", "class")["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("1-indexed"),
+        "{r}"
+    );
+}
