@@ -49,11 +49,18 @@ pub struct CheckArgs {
     pub schema: Option<PathBuf>,
 
     /// Data files, directories (searched recursively) or globs; default: the
-    /// schema's dataset.files
+    /// schema's dataset.files. `-` alone: an Arrow IPC stream on stdin
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
-    /// Report format (json: one document on stdout, nothing else there)
+    /// With `-`: copy the stream to stdout, byte for byte, batch by batch
+    /// as each is found valid; stop (exit 1) before the first invalid batch.
+    /// The report goes to stderr.
+    #[arg(long)]
+    pub pass_through: bool,
+
+    /// Report format (json, github, junit: one document on stdout, nothing
+    /// else there)
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
@@ -80,4 +87,8 @@ pub enum Format {
     Human,
     /// The JSON report of SPEC.md
     Json,
+    /// GitHub Actions annotations naming file and row
+    Github,
+    /// JUnit XML, one test case per check
+    Junit,
 }

@@ -8,20 +8,33 @@
 //! offending value with its file and row.
 //!
 //! The library is the product; the `preflight` binary is a thin layer over
-//! [`check`]. To check Arrow data you already hold (a pipeline step), build a
-//! [`Validator`] once and feed it batches:
+//! [`check`], which finds the files, checks them in parallel and merges the
+//! results. To check Arrow data you already hold (a pipeline step), compile
+//! the schema into a [`Validator`] once and feed it batches; each gives a
+//! [`Partial`] result, and partials merge (in any order) into the report that
+//! `preflight check` would give for the same rows:
 //!
 //! ```no_run
 //! use preflight::{Schema, Validator};
+//! # fn batches() -> Vec<arrow::array::RecordBatch> { unimplemented!() }
 //! let schema = Schema::from_file("preflight.yaml".as_ref())?;
 //! let validator = Validator::new(schema, 5);
-//! let mut tally = validator.tally();
-//! # let batch: arrow::array::RecordBatch = unimplemented!();
-//! let type_errors = validator.check_batch(&batch, 0, 0, &mut tally);
-//! assert!(type_errors.is_empty());
-//! println!("{} violations", tally.checks.iter().map(|c| c.violations).sum::<u64>());
+//! let mut result = validator.partial();
+//! let mut row = 0;
+//! for batch in batches() {
+//!     result.merge(validator.check("train.arrows", row, &batch));
+//!     row += batch.num_rows() as u64;
+//! }
+//! let report = result.report(&validator);
+//! println!("{} violations; exit status {}", report.violations(), report.outcome().exit_code());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Stable API: [`Schema`], [`Validator`] (`new`, `check`, `partial`),
+//! [`Partial`] (`merge`, `report`), [`Report`] with its renderers in
+//! [`report::human`] and [`report::json`], [`check`] with [`Plan`]. The
+//! kernels' lower-level entry points (`check_columns`, `Tally`) serve the
+//! scanner and may change.
 
 pub mod check;
 pub mod error;
@@ -31,12 +44,13 @@ pub mod report;
 pub mod scan;
 pub mod schema;
 pub mod source;
+pub mod stream;
 
 use std::path::PathBuf;
 
 pub use check::Validator;
 pub use error::{Error, Result};
-pub use report::{Outcome, Report};
+pub use report::{Outcome, Partial, Report};
 pub use scan::ScanOptions;
 pub use schema::Schema;
 
@@ -59,7 +73,7 @@ pub struct Plan {
 pub fn check(plan: &Plan) -> Report {
     let schema = match Schema::from_file(&plan.schema) {
         Ok(s) => s,
-        Err(e) => return Report::failed(vec![entry(&e)]),
+        Err(e) => return Report::failed(vec![ErrorEntry::from(&e)]),
     };
     let paths: Vec<PathBuf> = if plan.paths.is_empty() {
         let base = schema.base_dir();
@@ -73,20 +87,20 @@ pub fn check(plan: &Plan) -> Report {
             key: Some("dataset.files".into()),
             message: "no data to check: give PATHs on the command line or list dataset.files in the schema".into(),
         };
-        return Report::failed(vec![entry(&e)]);
+        return Report::failed(vec![ErrorEntry::from(&e)]);
     }
     let (files, discover_errors) = source::discover::discover(&paths);
     let validator = Validator::new(schema, plan.max_examples);
     let (tally, scan_errors) = scan::scan(&validator, &files, &plan.scan);
-    let names: Vec<String> = files.iter().map(|f| f.display.clone()).collect();
-    let errors = discover_errors.iter().chain(&scan_errors).map(entry).collect();
-    let warnings = validator.schema().warnings.clone();
-    Report::build(validator.schema(), validator.plan(), &names, tally, errors, warnings)
-}
-
-fn entry(e: &Error) -> ErrorEntry {
-    ErrorEntry {
-        file: e.file(),
-        message: e.message(),
-    }
+    // Files are already in report order; their errors too.
+    let partial = Partial {
+        files: files.iter().map(|f| f.display.clone()).collect(),
+        tally,
+        errors: discover_errors
+            .iter()
+            .chain(&scan_errors)
+            .map(ErrorEntry::from)
+            .collect(),
+    };
+    partial.report(&validator)
 }

@@ -9,44 +9,14 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use cli::{Args, Command, Format};
-use preflight::report::{human, json};
-use preflight::{Plan, ScanOptions};
+use cli::{Args, CheckArgs, Command, Format};
+use preflight::report::{ErrorEntry, github, human, json, junit};
+use preflight::{Plan, Report, ScanOptions, Schema, Validator};
 
 fn main() -> ExitCode {
     let args = Args::parse();
     match args.command {
-        Command::Check(a) => {
-            let started = Instant::now();
-            let plan = Plan {
-                schema: a.schema.unwrap_or_else(|| "preflight.yaml".into()),
-                paths: a.paths,
-                max_examples: a.max_examples,
-                scan: ScanOptions {
-                    jobs: a.jobs.unwrap_or(0),
-                    full_scan: a.full_scan,
-                    progress: !a.no_progress && std::io::stderr().is_terminal(),
-                },
-            };
-            let report = preflight::check(&plan);
-            let text = match a.format {
-                Format::Json => {
-                    // Errors also go to stderr, so a person watching sees them.
-                    for e in &report.errors {
-                        eprintln!(
-                            "preflight: {}{}",
-                            e.file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default(),
-                            e.message
-                        );
-                    }
-                    json::render(&report)
-                }
-                Format::Human => human::render(&report, started.elapsed()),
-            };
-            // A closed pipe ends the output, never the outcome.
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            ExitCode::from(report.outcome().exit_code())
-        }
+        Command::Check(a) => check(a),
         Command::Init {
             paths,
             model,
@@ -94,4 +64,72 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `preflight check`: files, or an Arrow IPC stream on stdin (`-`).
+fn check(a: CheckArgs) -> ExitCode {
+    let started = Instant::now();
+    let schema = a.schema.unwrap_or_else(|| "preflight.yaml".into());
+    let stdin = a.paths.iter().any(|p| p.as_os_str() == "-");
+    let passing = a.pass_through && stdin && a.paths.len() == 1;
+    let usage = |message: &str| {
+        Report::failed(vec![ErrorEntry {
+            file: None,
+            message: message.to_string(),
+        }])
+    };
+    let report = if stdin && a.paths.len() > 1 {
+        usage("`-` reads one Arrow IPC stream from stdin and cannot be combined with other paths")
+    } else if a.pass_through && !stdin {
+        usage("--pass-through needs `-` (an Arrow IPC stream on stdin) as the only path")
+    } else if stdin {
+        check_stdin(&schema, a.max_examples, a.pass_through)
+    } else {
+        preflight::check(&Plan {
+            schema,
+            paths: a.paths,
+            max_examples: a.max_examples,
+            scan: ScanOptions {
+                jobs: a.jobs.unwrap_or(0),
+                full_scan: a.full_scan,
+                progress: !a.no_progress && std::io::stderr().is_terminal(),
+            },
+        })
+    };
+    let text = match a.format {
+        Format::Human => human::render(&report, started.elapsed()),
+        Format::Json => json::render(&report),
+        Format::Github => github::render(&report),
+        Format::Junit => junit::render(&report),
+    };
+    // Machine formats on stdout: errors also go to stderr, for whoever watches.
+    if a.format != Format::Human && !passing {
+        for e in &report.errors {
+            let file = e.file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default();
+            eprintln!("preflight: {file}{}", e.message);
+        }
+    }
+    // With pass-through, stdout carries the data, so the report goes to
+    // stderr. A closed pipe ends the output, never the outcome.
+    let _ = if passing {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    } else {
+        std::io::stdout().lock().write_all(text.as_bytes())
+    };
+    ExitCode::from(report.outcome().exit_code())
+}
+
+fn check_stdin(schema: &std::path::Path, max_examples: usize, pass_through: bool) -> Report {
+    let schema = match Schema::from_file(schema) {
+        Ok(s) => s,
+        Err(e) => return Report::failed(vec![ErrorEntry::from(&e)]),
+    };
+    let validator = Validator::new(schema, max_examples);
+    let mut input = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    let pass: Option<&mut dyn Write> = if pass_through { Some(&mut stdout) } else { None };
+    let result = preflight::stream::check_stream(&validator, "<stdin>", &mut input, pass);
+    let mut report = result.partial.report(&validator);
+    report.warnings.extend(result.stopped);
+    report
 }

@@ -16,7 +16,7 @@ mod list;
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use arrow::datatypes::DataType;
 
-use crate::report::Tally;
+use crate::report::{ErrorEntry, Partial, Tally};
 use crate::schema::{ColumnSpec, Number, Rule, Schema, ValueRule, cmp_int_float};
 
 pub use leaf::Verdict;
@@ -353,6 +353,38 @@ impl Validator {
             .map(|c| batch.column_by_name(&c.spec.name).cloned())
             .collect();
         self.check_columns(&cols, batch.num_rows(), file, first_row, tally)
+    }
+
+    /// Checks one Arrow batch that came from `file` (any name: a path, a
+    /// shard, `<stdin>`), whose first row is row `first_row` of that file.
+    ///
+    /// Required columns the batch lacks and columns of a type their rule
+    /// cannot check are the partial's errors; everything else is checked.
+    /// Merge the partials of all batches ([`Partial::merge`], in any order)
+    /// and call [`Partial::report`] for the report `preflight check` gives.
+    pub fn check(&self, file: &str, first_row: u64, batch: &RecordBatch) -> Partial {
+        let mut partial = Partial::empty(self.plan.len(), self.max_examples);
+        partial.files.push(file.to_string());
+        let names: Vec<&str> = batch.schema_ref().fields().iter().map(|f| f.name().as_str()).collect();
+        for column in self.missing(&names) {
+            partial.errors.push(ErrorEntry::from(&crate::Error::MissingColumn {
+                path: file.to_string(),
+                column: column.to_string(),
+            }));
+        }
+        for e in self.check_batch(batch, 0, first_row, &mut partial.tally) {
+            partial.errors.push(ErrorEntry::from(&crate::Error::ColumnType {
+                path: file.to_string(),
+                column: e.column,
+                message: e.message,
+            }));
+        }
+        partial
+    }
+
+    /// An empty partial result to merge others into.
+    pub fn partial(&self) -> Partial {
+        Partial::empty(self.plan.len(), self.max_examples)
     }
 
     /// Whether metadata statistics prove schema column `ci` valid in a unit,

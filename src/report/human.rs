@@ -5,25 +5,13 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::Report;
-use crate::schema::Rule;
+use super::{Report, plural};
 
 /// Renders the report; `elapsed` goes into the summary line only.
 pub fn render(report: &Report, elapsed: Duration) -> String {
     let mut out = String::new();
     for c in report.checks.iter().filter(|c| c.violations > 0) {
-        let unit = match c.rule {
-            Rule::MaxLength | Rule::MinLength | Rule::SameLengthAs => plural(c.violations, "row", "rows"),
-            _ => plural(c.violations, "value", "values"),
-        };
-        let verb = if c.violations == 1 { "violates" } else { "violate" };
-        let _ = writeln!(
-            out,
-            "error[{}]: column `{}`: {unit} {verb} {}",
-            c.rule.name(),
-            c.column,
-            c.bound
-        );
+        let _ = writeln!(out, "error[{}]: column `{}`: {}", c.rule.name(), c.column, c.headline());
         for (k, from) in &c.sources {
             let _ = writeln!(out, "  = {k} from {from}");
         }
@@ -87,8 +75,4 @@ pub fn render(report: &Report, elapsed: Duration) -> String {
     out.push_str(&summary);
     out.push('\n');
     out
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -166,31 +166,42 @@ impl Bytes {
         Ok(Some((flat, pos + total)))
     }
 
-    /// Rejects a compressed buffer of `message` (body at `body`) that
-    /// declares more than [`MAX_BUFFER_BYTES`] once decompressed: the IPC
-    /// reader allocates that much before decompressing.
+    /// Vets the compressed buffers of `message`, whose body starts at `body`.
     fn vet(&mut self, message: &Message, body: u64) -> Result<(), ReadError> {
-        let batch = message
-            .header_as_record_batch()
-            .or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
-        let Some(b) = batch.filter(|b| b.compression().is_some()) else {
-            return Ok(());
-        };
-        for buf in b.buffers().into_iter().flatten().filter(|buf| buf.length() >= 8) {
-            let offset = u64::try_from(buf.offset()).map_err(|_| ReadError::new("negative buffer offset"))?;
-            let prefix = self.read_at(body.saturating_add(offset), 8)?;
-            let declared = i64::from_le_bytes(prefix.try_into().unwrap_or([0; 8]));
-            if declared > MAX_BUFFER_BYTES {
-                return Err(ReadError::new(format!(
-                    "a compressed buffer declares {declared} bytes once decompressed, more than the {MAX_BUFFER_BYTES} preflight accepts"
-                )));
-            }
-        }
-        Ok(())
+        vet(message, &mut |offset| {
+            let b = self.read_at(body.saturating_add(offset), 8)?;
+            Ok(b.try_into().unwrap_or([0; 8]))
+        })
     }
 }
 
-fn parse(flat: &[u8]) -> Result<Message<'_>, ReadError> {
+/// Rejects a compressed buffer of `message` that declares more than
+/// [`MAX_BUFFER_BYTES`] once decompressed: the IPC reader allocates that
+/// much before decompressing. `prefix_at(offset)` reads the 8 bytes at
+/// `offset` of the message body.
+pub(crate) fn vet(
+    message: &Message,
+    prefix_at: &mut dyn FnMut(u64) -> Result<[u8; 8], ReadError>,
+) -> Result<(), ReadError> {
+    let batch = message
+        .header_as_record_batch()
+        .or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
+    let Some(b) = batch.filter(|b| b.compression().is_some()) else {
+        return Ok(());
+    };
+    for buf in b.buffers().into_iter().flatten().filter(|buf| buf.length() >= 8) {
+        let offset = u64::try_from(buf.offset()).map_err(|_| ReadError::new("negative buffer offset"))?;
+        let declared = i64::from_le_bytes(prefix_at(offset)?);
+        if declared > MAX_BUFFER_BYTES {
+            return Err(ReadError::new(format!(
+                "a compressed buffer declares {declared} bytes once decompressed, more than the {MAX_BUFFER_BYTES} preflight accepts"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn parse(flat: &[u8]) -> Result<Message<'_>, ReadError> {
     root_as_message(flat).map_err(|e| ReadError::new(format!("invalid message: {e}")))
 }
 

@@ -2,6 +2,7 @@
 
 mod core;
 mod formats;
+mod pipeline;
 mod property;
 mod references;
 mod sample_data;

@@ -93,6 +93,32 @@ impl Env {
         }
     }
 
+    /// Runs `preflight ARGS` with `input` on stdin; stdout comes back as bytes.
+    pub fn run_piped(&self, args: &[&str], input: &[u8]) -> (i32, Vec<u8>, String) {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_preflight"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run preflight");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let input = input.to_vec();
+        // Write from a thread: preflight may stop reading early.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = child.wait_with_output().expect("wait");
+        let _ = writer.join();
+        (
+            out.status.code().unwrap_or(-1),
+            out.stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// `preflight check --format json ARGS`, asserting the exit code.
     pub fn check_json(&self, args: &[&str], code: i32) -> Value {
         let mut all = vec!["check", "--format", "json"];
