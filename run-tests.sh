@@ -3,8 +3,9 @@
 # need on a fresh machine — a Python venv under target/ with the foreign
 # writers (pyarrow, numpy, pandas, tokenizers) that produce test files, and a
 # real model folder (config.json, tokenizer.json, vocab.txt) that the bound
-# reference tests read — then runs `cargo test`. Extra arguments go to cargo
-# test.
+# reference tests read, pre-commit, maturin and pytest — then runs `cargo
+# test`, builds the Python package and runs its tests. Extra arguments go to
+# cargo test.
 set -euo pipefail
 cd "$(dirname "$0")"
 venv=target/test-venv
@@ -24,4 +25,8 @@ if [ ! -x "$venv/bin/python" ] || [ "$stamp" != "$(cat "$venv/stamp" 2>/dev/null
     printf '%s\n' "$stamp" >"$venv/stamp"
 fi
 export PREFLIGHT_TEST_PYTHON="$PWD/$venv/bin/python"
-exec cargo test "$@"
+cargo test "$@"
+# The Python package (python/): built into the venv with maturin, then its
+# pytest suite, which compares its reports with the binary's.
+PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" maturin develop --quiet -m python/Cargo.toml
+PREFLIGHT_BIN="$PWD/target/debug/preflight" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

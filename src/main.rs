@@ -97,7 +97,7 @@ fn check(a: CheckArgs) -> ExitCode {
         })
     };
     let text = match a.format {
-        Format::Human => human::render(&report, started.elapsed()),
+        Format::Human => human::render(&report, Some(started.elapsed())),
         Format::Json => json::render(&report),
         Format::Github => github::render(&report),
         Format::Junit => junit::render(&report),

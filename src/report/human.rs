@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::{Report, plural};
 
-/// Renders the report; `elapsed` goes into the summary line only.
-pub fn render(report: &Report, elapsed: Duration) -> String {
+/// Renders the report; `elapsed`, when given, goes into the summary line.
+pub fn render(report: &Report, elapsed: Option<Duration>) -> String {
     let mut out = String::new();
     for c in report.checks.iter().filter(|c| c.violations > 0) {
         let _ = writeln!(out, "error[{}]: column `{}`: {}", c.rule.name(), c.column, c.headline());
@@ -40,13 +40,13 @@ pub fn render(report: &Report, elapsed: Duration) -> String {
     for w in &report.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    let time = elapsed
+        .map(|t| format!(" ({:.2} s)", t.as_secs_f64()))
+        .unwrap_or_default();
     let scanned = format!(
-        "{} {}, {} {} ({:.2} s)",
-        report.files,
-        if report.files == 1 { "file" } else { "files" },
-        report.rows,
-        if report.rows == 1 { "row" } else { "rows" },
-        elapsed.as_secs_f64()
+        "{}, {}{time}",
+        plural(report.files as u64, "file", "files"),
+        plural(report.rows, "row", "rows"),
     );
     let failing = report.checks.iter().filter(|c| c.violations > 0).count();
     let summary = match report.outcome() {

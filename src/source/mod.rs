@@ -188,6 +188,17 @@ impl Format {
 
 /// Opens a data file as a [`Source`], choosing the reader by its format.
 pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
+    // A FIFO, socket or device named like a data file would block or never
+    // end; only regular files (or links to them) are read.
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(ReadError::new(format!("{what}: preflight reads regular files only")));
+    }
     match Format::from_path(path) {
         Some(Format::Parquet) => Ok(Box::new(parquet::ParquetSource::open(path)?)),
         Some(Format::Csv) => Ok(Box::new(csv::CsvSource::open(path)?)),

@@ -3,6 +3,7 @@
 mod core;
 mod formats;
 mod pipeline;
+mod precommit;
 mod property;
 mod references;
 mod sample_data;

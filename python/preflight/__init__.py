@@ -1,0 +1,170 @@
+"""preflight: catch bad training data before it reaches the GPU.
+
+Check batches in a data pipeline against a preflight schema, exactly as
+``preflight check`` checks files::
+
+    import preflight
+
+    validator = preflight.Validator("preflight.yaml")
+    report = validator.check(batch)        # the JSON report, as a dict
+    validator.validate(batch)              # raises preflight.DataError
+
+A batch is a pyarrow ``RecordBatch`` or ``Table`` (or anything exporting the
+Arrow PyCapsule interface), a pandas ``DataFrame``, a dict of columns
+(NumPy arrays, lists, or anything ``numpy.asarray`` takes, such as CPU
+tensors), or a list of such dicts (the samples a ``collate_fn`` receives).
+Arrow data and contiguous NumPy arrays are read in place, without a copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+import pyarrow as pa
+
+from ._preflight import Outcome, SchemaError, __version__
+from ._preflight import Validator as _Validator
+
+__all__ = ["Validator", "DataError", "SchemaError", "to_arrow", "__version__"]
+
+
+class DataError(ValueError):
+    """Data that preflight rejects: the message is the human report.
+
+    ``report`` holds the JSON report as a dict; ``exit_code`` is what
+    ``preflight check`` would exit with (1: violations, 2: data that could
+    not be checked, such as a missing column).
+    """
+
+    def __init__(self, message: str, report: dict, exit_code: int):
+        super().__init__(message)
+        self.report = report
+        self.exit_code = exit_code
+
+
+class Validator:
+    """A preflight schema compiled once for checking many batches.
+
+    ``schema`` is a path to a schema file (YAML, as for the CLI; relative
+    model references resolve against its folder) or the schema as a dict
+    (relative references resolve against the current directory).
+    """
+
+    def __init__(self, schema: Union[str, os.PathLike, Mapping], max_examples: int = 5):
+        if isinstance(schema, Mapping):
+            text = json.dumps(schema)
+            path = "<schema dict>"
+        else:
+            path = os.fspath(schema)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as e:
+                raise SchemaError(f"{path}: cannot read the schema: {e}") from e
+        self._inner = _Validator(text, path, max_examples)
+
+    def outcome(self, data: Any, source: str = "<batch>", first_row: int = 0) -> Outcome:
+        """The check of ``data`` with its JSON text, human text and exit code."""
+        return self._inner.check(to_arrow(data), source, first_row)
+
+    def check(self, data: Any, source: str = "<batch>", first_row: int = 0) -> dict:
+        """Checks ``data`` and returns the JSON report as a dict.
+
+        ``source`` names the data in examples; ``first_row`` is the row
+        number of its first row (e.g. ``indices[0]`` in a batched
+        ``datasets.map(..., with_indices=True)``), so reported rows are rows
+        of the whole dataset.
+        """
+        return json.loads(self.outcome(data, source, first_row).json)
+
+    def validate(self, data: Any, source: str = "<batch>", first_row: int = 0) -> Any:
+        """Returns ``data`` unchanged when every rule holds; raises
+        :class:`DataError` (with the human report as its message) otherwise."""
+        out = self.outcome(data, source, first_row)
+        if out.exit_code != 0:
+            raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
+        return data
+
+    def wrap_collate(self, collate_fn: Optional[Callable] = None) -> Callable:
+        """A ``collate_fn`` for a PyTorch ``DataLoader`` that validates each
+        batch's samples before ``collate_fn`` (default: torch's
+        ``default_collate``) turns them into tensors."""
+
+        def collate(samples):
+            self.validate(samples, source="<collate>")
+            fn = collate_fn
+            if fn is None:
+                from torch.utils.data import default_collate as fn
+            return fn(samples)
+
+        return collate
+
+    def resolved_schema(self) -> str:
+        """The schema with every reference resolved, as YAML."""
+        return self._inner.resolved_schema()
+
+
+def to_arrow(data: Any) -> Any:
+    """Arrow data for ``data`` (see the module's docs for what is accepted)."""
+    if hasattr(data, "__arrow_c_array__") or hasattr(data, "__arrow_c_stream__"):
+        return data
+    if type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "columns"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, Mapping):
+        names = [str(k) for k in data]
+        return pa.record_batch([_column(v) for v in data.values()], names=names)
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and data and isinstance(data[0], Mapping):
+        keys = list(data[0].keys())
+        for i, sample in enumerate(data):
+            if not isinstance(sample, Mapping) or list(sample.keys()) != keys:
+                raise TypeError(f"sample {i} does not have the keys of sample 0 ({keys})")
+        return to_arrow({k: _stack([s[k] for s in data]) for k in keys})
+    raise TypeError(
+        "expected a pyarrow RecordBatch or Table, a pandas DataFrame, a dict of columns "
+        f"or a list of sample dicts, got {type(data).__name__}"
+    )
+
+
+def _column(values: Any) -> Any:
+    """One Arrow array for a column: NumPy arrays of any rank (rank >= 2 as
+    fixed-size lists of each row's elements, as the CLI reads .npy files),
+    Arrow arrays, lists (ragged lists become list arrays)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    if not isinstance(values, (list, tuple, np.ndarray)):
+        values = _column_np(values)
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind == "O":
+            return pa.array(list(values))
+        if values.ndim == 0:
+            values = values.reshape(1)
+        if values.ndim == 1:
+            return pa.array(values)
+        width = int(np.prod(values.shape[1:]))
+        flat = np.ascontiguousarray(values).reshape(-1)
+        return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)
+    return pa.array(list(values))
+
+
+def _stack(values: list) -> Any:
+    """A column from the samples' values: NumPy stacks when every value is an
+    array of one shape, else the list as is (ragged sequences)."""
+    if values and all(hasattr(v, "shape") or hasattr(v, "__array__") for v in values):
+        arrays = [v if isinstance(v, np.ndarray) else _column_np(v) for v in values]
+        if len({a.shape for a in arrays}) == 1:
+            return np.stack(arrays)
+        return [a.tolist() for a in arrays]
+    return values
+
+
+def _column_np(v: Any) -> np.ndarray:
+    """A NumPy array for an array-like; a tensor leaves autograd and its device."""
+    if hasattr(v, "detach"):
+        v = v.detach()
+    if hasattr(v, "cpu"):
+        v = v.cpu()
+    return np.asarray(v)
