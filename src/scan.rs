@@ -102,7 +102,7 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
         path: file.display.clone(),
         source,
     };
-    let source = match catch(|| source::open(&file.path)) {
+    let source = match source::guarded(|| source::open(&file.path)) {
         Ok(s) => s,
         Err(e) => return (None, vec![read_err(e)]),
     };
@@ -175,7 +175,7 @@ fn check_unit(
         tally.rows += rows;
         return (tally, errors);
     }
-    let result = catch(|| {
+    let result = source::guarded(|| {
         o.source.read(unit, &projection, &mut |batch| {
             let columns: Vec<Option<ArrayRef>> = positions
                 .iter()
@@ -204,22 +204,4 @@ fn check_unit(
         });
     }
     (tally, errors)
-}
-
-/// Runs `f`, turning a panic inside a reader (a dependency's bug on a
-/// hostile file) into that file's error instead of a crash of the run.
-fn catch<T>(f: impl FnOnce() -> Result<T, source::ReadError>) -> Result<T, source::ReadError> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown cause".into());
-            Err(source::ReadError::new(format!(
-                "the reader failed on this file ({what})"
-            )))
-        }
-    }
 }

@@ -14,8 +14,8 @@ use arrow::ipc::reader::StreamDecoder;
 
 use crate::check::Validator;
 use crate::report::{ErrorEntry, Partial};
-use crate::source::ReadError;
 use crate::source::ipc::{parse, vet};
+use crate::source::{ReadError, guarded};
 
 /// What a stream check found.
 #[derive(Debug)]
@@ -66,11 +66,11 @@ pub fn check_stream(
         };
         let end = message.is_end;
         let bytes = Buffer::from_vec(message.bytes);
-        let decoded = decoder.decode(&mut bytes.clone());
+        let decoded = guarded(|| Ok(decoder.decode(&mut bytes.clone())?));
         let batch = match decoded {
             Ok(b) => b,
             Err(e) => {
-                fail(&mut partial, ReadError::from(e).at(format!("message {index}")));
+                fail(&mut partial, e.at(format!("message {index}")));
                 break;
             }
         };

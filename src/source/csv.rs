@@ -78,6 +78,9 @@ impl CsvSource {
         let header = rdr
             .byte_headers()
             .map_err(|e| csv_error(e, "the header".into(), used.get(), source.max_record))?;
+        if let Err(e) = std::str::from_utf8(header.as_slice()) {
+            return Err(ReadError::new(format!("invalid UTF-8 in the header: {e}")));
+        }
         source.columns = header
             .iter()
             .enumerate()
@@ -204,6 +207,16 @@ impl Source for CsvSource {
                     };
                     return Err(csv_error(e, location, used.get(), self.max_record));
                 }
+            }
+            // pandas and pyarrow refuse such a file; so does preflight
+            // (a checked cell with broken bytes cannot be trusted to be text).
+            if let Err(e) = std::str::from_utf8(record.as_slice()) {
+                let err = ReadError::new(format!("invalid UTF-8 in record {row}: {e}"));
+                let line = record.position().and_then(|p| self.line_at(p.byte()));
+                return Err(match line {
+                    Some(line) => err.at(format!("line {line}")),
+                    None => err,
+                });
             }
             if record.len() > width {
                 let err = ReadError::new(format!(
@@ -523,12 +536,15 @@ with open("bad.csv", "w", newline="") as f:
         assert!(read_all(&src, &[2]).is_err(), "bad projection");
         assert!(src.read(1, &[0], &mut |_| Ok(())).is_err(), "bad unit");
 
-        // Invalid UTF-8 stays a (lossy) string; the file does not fail.
-        std::fs::write(p("utf8.csv"), b"t\xff,n\nab\xfe,1\n").unwrap();
+        // Invalid UTF-8 is an error naming the line, as pandas and pyarrow
+        // refuse such a file.
+        std::fs::write(p("utf8.csv"), b"t,n\nab,1\nab\xfe,2\n").unwrap();
         let src = CsvSource::open(&p("utf8.csv")).unwrap();
-        assert_eq!(src.columns(), ["t\u{fffd}", "n"]);
-        let cols = one_batch(&src, &[0, 1]);
-        assert_eq!(cols[0].as_string::<i32>().value(0), "ab\u{fffd}");
+        let err = read_all(&src, &[1]).unwrap_err();
+        assert!(err.message.starts_with("invalid UTF-8 in record 1"), "{}", err.message);
+        assert_eq!(err.location.as_deref(), Some("line 3"));
+        std::fs::write(p("utf8h.csv"), b"t\xff,n\nab,1\n").unwrap();
+        assert!(CsvSource::open(&p("utf8h.csv")).is_err());
 
         // An unbalanced quote swallows the rest of the file into one field.
         std::fs::write(p("quote.csv"), b"a,b\n\"1,2\n3,4\n").unwrap();

@@ -242,6 +242,13 @@ fn index_file(path: &Path) -> Result<Vec<u64>, ReadError> {
             .ok_or_else(|| ReadError::new("not a record batch").at(at()))?;
         let message = parse(&flat).map_err(|e| e.at(at()))?;
         bytes.vet(&message, body).map_err(|e| e.at(at()))?;
+        let body_len = u64::try_from(b.bodyLength()).map_err(|_| ReadError::new("negative body length").at(at()))?;
+        if body.checked_add(body_len).is_none_or(|end| end > bytes.len) {
+            return Err(ReadError::new(format!(
+                "truncated: a body of {body_len} bytes runs past the end of the file"
+            ))
+            .at(at()));
+        }
         let rows = message
             .header_as_record_batch()
             .map(|b| b.length())
@@ -269,7 +276,13 @@ fn vet_stream(path: &Path) -> Result<(), ReadError> {
             u64::try_from(message.bodyLength()).map_err(|_| ReadError::new("negative body length").at(at.clone()))?;
         pos = body
             .checked_add(body_len)
-            .ok_or_else(|| ReadError::new("body length overflows").at(at))?;
+            .filter(|&end| end <= bytes.len)
+            .ok_or_else(|| {
+                ReadError::new(format!(
+                    "truncated: a body of {body_len} bytes runs past the end of the file"
+                ))
+                .at(at)
+            })?;
         i += 1;
     }
     Ok(())

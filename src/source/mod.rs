@@ -167,7 +167,8 @@ pub enum Format {
 impl Format {
     /// The format a path's name says it has, if any.
     pub fn from_path(path: &Path) -> Option<Format> {
-        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        // Lossy: a name that is not UTF-8 still has its (ASCII) extension.
+        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
         // A compression suffix wraps the real extension: x.csv.gz, x.jsonl.zst.
         let name = [".gz", ".zst", ".zstd"]
             .iter()
@@ -207,6 +208,41 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
         Some(Format::Npy) => Ok(Box::new(npy::NpySource::open(path)?)),
         Some(Format::Npz) => Ok(Box::new(npy::NpzSource::open(path)?)),
         None => Err(ReadError::new("not a file of a known format")),
+    }
+}
+
+thread_local! {
+    /// Set while [`guarded`] runs: a panic there becomes a file's error.
+    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, turning a panic inside a reader (a dependency's bug on a
+/// hostile file) into that file's error instead of a crash of the run. Such
+/// a panic is not printed (it is reported as the file's error); panics
+/// elsewhere still reach the previous panic hook.
+pub fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, ReadError> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !GUARDED.with(|g| g.get()) {
+                previous(info);
+            }
+        }));
+    });
+    let was = GUARDED.with(|g| g.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(was));
+    match result {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown cause".into());
+            Err(ReadError::new(format!("the reader failed on this file ({what})")))
+        }
     }
 }
 

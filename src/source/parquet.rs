@@ -139,6 +139,16 @@ impl Source for ParquetSource {
             sink(Batch { first_row: row, batch })?;
             row += n;
         }
+        // Pages that hold fewer rows than the footer says end the reader
+        // early without an error: a truncated or lying file, not a checked one.
+        let said = self.meta.metadata().row_group(unit).num_rows();
+        let held = row - self.first_rows[unit];
+        if u64::try_from(said).ok() != Some(held) {
+            return Err(ReadError::new(format!(
+                "the footer says {said} rows, the pages hold {held}: the file is truncated or corrupt"
+            ))
+            .at(at()));
+        }
         Ok(())
     }
 }

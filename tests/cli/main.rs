@@ -2,6 +2,7 @@
 
 mod core;
 mod formats;
+mod hostile;
 mod pipeline;
 mod precommit;
 mod property;

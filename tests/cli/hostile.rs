@@ -1,0 +1,197 @@
+//! Hostile and broken input: the committed corpus of broken files
+//! (tests/fixtures/broken, made by its make.py), bounded memory on lying
+//! metadata, files that are not regular files, symlink loops, odd names, and
+//! data that is never modified by a check.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::{Env, hits, python_bin};
+
+const LABELS: &str = "columns:\n  label: {kind: class, num_classes: 10}\n";
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken")
+}
+
+/// File (relative to the corpus) -> fragment its error message must hold.
+fn expected() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(corpus().join("expected.json")).expect("expected.json");
+    serde_json::from_str(&text).expect("expected.json is JSON")
+}
+
+#[test]
+fn every_broken_file_is_its_own_error_and_good_files_are_still_checked() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(
+        "pq.write_table(pa.table({'label': pa.array([0, 1, 12, 3], pa.int64())}), 'good.parquet')\n\
+         open('good.csv', 'w').write('label\\n1\\n2\\n')",
+    );
+    let dir = corpus();
+    let shown = dir.to_string_lossy().into_owned();
+    let report = env.check_json(&["-s", "s.yaml", &shown, "good.parquet", "good.csv"], 2);
+    let expected = expected();
+    assert!(expected.len() >= 25, "the corpus is complete");
+    let errors = report["errors"].as_array().expect("errors");
+    for (file, fragment) in &expected {
+        let name = format!("{shown}/{file}");
+        let mine: Vec<&Value> = errors.iter().filter(|e| e["file"] == name.as_str()).collect();
+        assert_eq!(mine.len(), 1, "{file}: exactly one error, got {mine:?}");
+        let message = mine[0]["message"].as_str().expect("message");
+        assert!(
+            message.contains(fragment.as_str()),
+            "{file}: {message:?} lacks {fragment:?}"
+        );
+    }
+    assert_eq!(errors.len(), expected.len(), "no other errors: {errors:#?}");
+    // The good files were checked and reported, beside the broken ones.
+    let (n, ex) = hits(&report, "label", "class");
+    assert_eq!(n, 1);
+    assert_eq!(ex[0].0, "good.parquet");
+    assert_eq!(ex[0].1, 2);
+    assert_eq!(report["files"], expected.len() + 2);
+}
+
+#[test]
+fn lying_metadata_does_not_make_preflight_allocate() {
+    // Peak RSS of each run, from the kernel's accounting of that one child.
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.write(
+        "peak.py",
+        r#"
+import json, os, subprocess, sys
+binary, schema, corpus = sys.argv[1:4]
+peaks = {}
+for root, _, files in os.walk(corpus):
+    for f in files:
+        if f in ("make.py", "expected.json", "README.md"):
+            continue
+        path = os.path.join(root, f)
+        p = subprocess.Popen([binary, "check", "-s", schema, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(p.pid, 0)
+        peaks[os.path.relpath(path, corpus)] = [os.waitstatus_to_exitcode(status), usage.ru_maxrss]
+print(json.dumps(peaks))
+"#,
+    );
+    let out = std::process::Command::new(python_bin())
+        .args(["peak.py", env!("CARGO_BIN_EXE_preflight"), "s.yaml"])
+        .arg(corpus())
+        .current_dir(env.dir.path())
+        // Backtraces are symbolised for panics that are printed; none are.
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("python");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let peaks: BTreeMap<String, (i32, u64)> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(peaks.len(), expected().len());
+    for (file, (code, kb)) in peaks {
+        assert_eq!(code, 2, "{file}");
+        // The files claim up to 2^40 rows or bytes; the bound is the
+        // binary's own footprint plus a batch.
+        assert!(kb < 64 * 1024, "{file}: peak RSS {kb} KB");
+    }
+}
+
+#[test]
+fn fifos_symlink_loops_and_odd_names_never_hang() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(
+        "os.makedirs('d/sub')\n\
+         os.mkfifo('pipe.csv')\n\
+         os.mkfifo('d/pipe.csv')\n\
+         os.symlink('..', 'd/sub/loop')\n\
+         open(b'd/bad\\xff name.csv', 'wb').write(b'label\\n1\\n11\\n')\n\
+         open('d/ok.csv', 'w').write('label\\n1\\n')",
+    );
+    let started = std::time::Instant::now();
+    // A FIFO named on the command line is refused, not opened.
+    let r = env.check_json(&["-s", "s.yaml", "pipe.csv", "d/ok.csv"], 2);
+    assert_eq!(r["errors"][0]["file"], "pipe.csv");
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .expect("m")
+            .contains("not a regular file")
+    );
+    assert_eq!(r["rows"], 1);
+    // In a directory: the FIFO is skipped, the loop is an error, the file
+    // with a non-UTF-8 name is checked and shown lossily.
+    let r = env.check_json(&["-s", "s.yaml", "d"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["file"], "d/sub/loop");
+    assert!(errors[0]["message"].as_str().expect("m").contains("symbolic link loop"));
+    let (n, ex) = hits(&r, "label", "class");
+    assert_eq!(n, 1);
+    assert_eq!(ex[0].0, "d/bad\u{fffd} name.csv");
+    assert_eq!(ex[0].1, 1);
+    assert!(started.elapsed().as_secs() < 30, "no hang");
+}
+
+#[test]
+fn files_that_vanish_are_errors_of_their_own() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.write("ok.csv", "label\n1\n");
+    let r = env.check_json(&["-s", "s.yaml", "gone.parquet", "ok.csv"], 2);
+    assert_eq!(r["errors"][0]["file"], "gone.parquet");
+    assert!(r["errors"][0]["message"].as_str().expect("m").contains("No such file"));
+    assert_eq!(r["rows"], 1);
+}
+
+#[test]
+fn checking_never_modifies_the_data() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 3}\n");
+    env.python(
+        r#"
+import gzip, hashlib
+os.makedirs('data')
+t = pa.table({'label': pa.array([0, 1, 2, 5] * 50, pa.int64())})
+pq.write_table(t, 'data/a.parquet', row_group_size=64)
+import pyarrow.feather as feather, pyarrow.ipc as ipc
+feather.write_feather(t, 'data/b.feather', compression='zstd')
+with ipc.new_stream('data/c.arrows', t.schema) as w: w.write_table(t)
+t.to_pandas().to_csv('data/d.csv', index=False)
+with gzip.open('data/e.csv.gz', 'wt') as f: f.write('label\n1\n7\n')
+open('data/f.jsonl', 'w').write('{"label": 1}\n{"label": 4}\n')
+np.save('data/label.npy', np.array([0, 1, 9], dtype='>i4'))
+np.savez('data/g.npz', label=np.asfortranarray(np.array([[0, 1], [2, 8]], dtype=np.int16)))
+"#,
+    );
+    let snapshot = || -> Vec<(String, Vec<u8>, std::time::SystemTime, u32)> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut all: Vec<_> = std::fs::read_dir(env.path("data"))
+            .expect("read_dir")
+            .map(|e| {
+                let e = e.expect("entry");
+                let meta = e.metadata().expect("metadata");
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).expect("read"),
+                    meta.modified().expect("mtime"),
+                    meta.permissions().mode(),
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let before = snapshot();
+    assert_eq!(before.len(), 8);
+    for extra in [&[][..], &["--full-scan"][..], &["--jobs", "1"][..]] {
+        let mut args = vec!["-s", "s.yaml", "data"];
+        args.extend_from_slice(extra);
+        let r = env.check_json(&args, 1);
+        assert_eq!(r["files"], 8);
+    }
+    assert!(
+        before == snapshot(),
+        "contents, mtimes and modes are unchanged, and nothing was added"
+    );
+}
