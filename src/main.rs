@@ -66,8 +66,31 @@ fn main() -> ExitCode {
     }
 }
 
+/// Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+const INTERRUPTED: u8 = 130;
+
+/// Ctrl-C (or SIGTERM) cancels the scan: units not started are skipped,
+/// running ones stop at their next batch, and the run exits 130 without a
+/// report, so no half-written output reaches stdout. A second signal, or a
+/// run still busy after a second (blocked on a pipe), exits at once.
+fn handle_interrupts() {
+    let signals = std::sync::atomic::AtomicUsize::new(0);
+    let _ = ctrlc::set_handler(move || {
+        preflight::scan::CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+        if signals.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            std::process::exit(INTERRUPTED.into());
+        }
+        std::thread::spawn(|| {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            eprintln!("preflight: interrupted");
+            std::process::exit(INTERRUPTED.into());
+        });
+    });
+}
+
 /// `preflight check`: files, or an Arrow IPC stream on stdin (`-`).
 fn check(a: CheckArgs) -> ExitCode {
+    handle_interrupts();
     let started = Instant::now();
     let schema = a.schema.unwrap_or_else(|| "preflight.yaml".into());
     let stdin = a.paths.iter().any(|p| p.as_os_str() == "-");
@@ -96,6 +119,10 @@ fn check(a: CheckArgs) -> ExitCode {
             },
         })
     };
+    if preflight::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst) {
+        eprintln!("preflight: interrupted");
+        return ExitCode::from(INTERRUPTED);
+    }
     let text = match a.format {
         Format::Human => human::render(&report, Some(started.elapsed())),
         Format::Json => json::render(&report),

@@ -50,6 +50,10 @@ pub fn check_stream(
     let mut row = 0u64;
     let mut index = 0usize;
     loop {
+        if crate::scan::CANCELLED.load(std::sync::atomic::Ordering::Relaxed) {
+            fail(&mut partial, ReadError::new("interrupted"));
+            break;
+        }
         let message = match next_message(input) {
             Ok(Some(m)) => m,
             // Closing the stream after its schema ends it as well as the

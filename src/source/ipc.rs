@@ -18,7 +18,9 @@ const FILE_MAGIC: &[u8; 6] = b"ARROW1";
 
 /// The largest buffer a compressed batch may declare it decompresses to. The
 /// IPC reader allocates what a buffer declares before decompressing, so a
-/// hostile file could otherwise abort the process with one bogus length.
+/// hostile file could otherwise abort the process with one bogus length;
+/// [`vet`] also refuses a declared size beyond what the codec can produce
+/// from the buffer's compressed bytes.
 const MAX_BUFFER_BYTES: i64 = 1 << 32;
 
 /// An Arrow IPC file or stream.
@@ -35,9 +37,10 @@ impl IpcSource {
         let mut head = [0u8; 6];
         let n = File::open(path)?.read(&mut head)?;
         if n == 6 && &head == FILE_MAGIC {
+            // Vetted first: the reader allocates what the footer's blocks declare.
+            let first_rows = index_file(path)?;
             let reader = FileReader::try_new(File::open(path)?, None)?;
             let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
-            let first_rows = index_file(path)?;
             if first_rows.len() != reader.num_batches() {
                 return Err(ReadError::new("the footer's record batches cannot be read"));
             }
@@ -186,15 +189,30 @@ pub(crate) fn vet(
     let batch = message
         .header_as_record_batch()
         .or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
-    let Some(b) = batch.filter(|b| b.compression().is_some()) else {
+    let Some((b, codec)) = batch.and_then(|b| b.compression().map(|c| (b, c.codec()))) else {
         return Ok(());
+    };
+    // The most a codec can expand its input: an LZ4 block at most 255 times
+    // (one token byte and length bytes per 255 output bytes), a zstd frame
+    // at most 32,768 times (a 4-byte RLE block for 128 KiB of output).
+    let ratio: i64 = if codec == arrow::ipc::CompressionType::LZ4_FRAME {
+        256
+    } else {
+        32_768
     };
     for buf in b.buffers().into_iter().flatten().filter(|buf| buf.length() >= 8) {
         let offset = u64::try_from(buf.offset()).map_err(|_| ReadError::new("negative buffer offset"))?;
         let declared = i64::from_le_bytes(prefix_at(offset)?);
-        if declared > MAX_BUFFER_BYTES {
+        let can_hold = (buf.length() - 8).saturating_mul(ratio).saturating_add(64);
+        if declared > MAX_BUFFER_BYTES || declared > can_hold {
             return Err(ReadError::new(format!(
-                "a compressed buffer declares {declared} bytes once decompressed, more than the {MAX_BUFFER_BYTES} preflight accepts"
+                "a compressed buffer of {} bytes declares {declared} bytes once decompressed, more than {}",
+                buf.length() - 8,
+                if declared > MAX_BUFFER_BYTES {
+                    format!("the {MAX_BUFFER_BYTES} preflight accepts")
+                } else {
+                    "its codec can expand it to".to_string()
+                }
             )));
         }
     }
@@ -216,9 +234,21 @@ fn index_file(path: &Path) -> Result<Vec<u64>, ReadError> {
     let footer_len = read_footer_length(trailer)? as u64;
     let footer = bytes.read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
     let footer = root_as_footer(&footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+    // A block (message and body) must lie inside the file.
     let block = |b: &arrow::ipc::Block| -> Result<(u64, u64), ReadError> {
         let offset = u64::try_from(b.offset()).map_err(|_| ReadError::new("negative block offset"))?;
         let meta = u64::try_from(b.metaDataLength()).map_err(|_| ReadError::new("negative block length"))?;
+        let body = u64::try_from(b.bodyLength()).map_err(|_| ReadError::new("negative body length"))?;
+        if offset
+            .checked_add(meta)
+            .and_then(|m| m.checked_add(body))
+            .is_none_or(|end| end > len)
+        {
+            return Err(ReadError::new(format!(
+                "truncated: a block of {} bytes at offset {offset} runs past the end of the file",
+                meta.saturating_add(body)
+            )));
+        }
         Ok((offset, meta))
     };
     for (i, b) in footer.dictionaries().into_iter().flatten().enumerate() {
@@ -242,13 +272,6 @@ fn index_file(path: &Path) -> Result<Vec<u64>, ReadError> {
             .ok_or_else(|| ReadError::new("not a record batch").at(at()))?;
         let message = parse(&flat).map_err(|e| e.at(at()))?;
         bytes.vet(&message, body).map_err(|e| e.at(at()))?;
-        let body_len = u64::try_from(b.bodyLength()).map_err(|_| ReadError::new("negative body length").at(at()))?;
-        if body.checked_add(body_len).is_none_or(|end| end > bytes.len) {
-            return Err(ReadError::new(format!(
-                "truncated: a body of {body_len} bytes runs past the end of the file"
-            ))
-            .at(at()));
-        }
         let rows = message
             .header_as_record_batch()
             .map(|b| b.length())

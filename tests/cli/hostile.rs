@@ -195,3 +195,123 @@ np.savez('data/g.npz', label=np.asfortranarray(np.array([[0, 1], [2, 8]], dtype=
         "contents, mtimes and modes are unchanged, and nothing was added"
     );
 }
+
+/// Sends SIGINT to `child` after `after`, returns (exit code, stdout, seconds
+/// from the signal to the exit).
+fn interrupt(mut child: std::process::Child, after: std::time::Duration) -> (Option<i32>, String, f64) {
+    use std::io::Read;
+    std::thread::sleep(after);
+    let sent = std::time::Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = sent + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running 10 s after Ctrl-C");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let took = sent.elapsed().as_secs_f64();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    (status.code(), out, took)
+}
+
+#[test]
+fn ctrl_c_stops_a_scan_with_130_and_no_output() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    // 10M rows: seconds of work for a debug build.
+    env.python("open('big.csv', 'wb').write(b'label\\n' + b'1\\n2\\n3\\n4\\n5\\n' * 2_000_000)");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args(["check", "-s", "s.yaml", "--format", "json", "-j", "1", "big.csv"])
+        .current_dir(env.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let (code, out, took) = interrupt(child, std::time::Duration::from_millis(300));
+    assert_eq!(code, Some(130));
+    assert_eq!(out, "", "no half-written report");
+    assert!(took < 2.0, "stopped {took:.2} s after Ctrl-C");
+}
+
+#[test]
+fn ctrl_c_stops_a_run_blocked_on_stdin() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args(["check", "-s", "s.yaml", "--pass-through", "-"])
+        .current_dir(env.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Keep the pipe open and silent: preflight waits in read.
+    let _stdin = child.stdin.take();
+    let (code, out, took) = interrupt(child, std::time::Duration::from_millis(200));
+    assert_eq!(code, Some(130));
+    assert_eq!(out, "");
+    assert!(took < 3.0, "stopped {took:.2} s after Ctrl-C");
+}
+
+#[test]
+fn fuzz_finds_stay_fixed() {
+    // tests/fixtures/fuzz: inputs the fuzzers found (see its README).
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10, optional: true}\n",
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().expect("name").to_string_lossy().into_owned();
+        if name == "README.md" {
+            continue;
+        }
+        seen += 1;
+        let bytes = std::fs::read(&path).expect("read");
+        if name.starts_with("stream_") {
+            let (code, _, err) = env.run_piped(&["check", "-s", "s.yaml", "-"], &bytes);
+            assert_eq!(code, 2, "{name}: {err}");
+        }
+        let r = env.run(&["check", "-s", "s.yaml", &path.to_string_lossy()]);
+        assert_eq!(r.code, 2, "{name}: {}", r.stdout);
+    }
+    assert!(seen > 0);
+}
+
+#[test]
+fn highly_compressed_buffers_are_not_mistaken_for_lies() {
+    // One batch of 4M equal labels: zstd shrinks its 32 MB buffer about
+    // 30,000 times, lz4 about 250 times: both within what the codecs can do.
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.python(
+        "import pyarrow.ipc as ipc\n\
+         t = pa.table({'label': pa.array(np.zeros(4_000_000, dtype=np.int64))})\n\
+         for c in ['zstd', 'lz4']:\n\
+         \x20   with ipc.new_file(f'{c}.arrow', t.schema, options=ipc.IpcWriteOptions(compression=c)) as w: w.write_table(t)\n\
+         \x20   with ipc.new_stream(f'{c}.arrows', t.schema, options=ipc.IpcWriteOptions(compression=c)) as w: w.write_table(t)",
+    );
+    let r = env.check_json(
+        &["-s", "s.yaml", "zstd.arrow", "lz4.arrow", "zstd.arrows", "lz4.arrows"],
+        0,
+    );
+    assert_eq!(r["rows"], 16_000_000);
+    let stream = std::fs::read(env.path("zstd.arrows")).expect("read");
+    let (code, _, err) = env.run_piped(&["check", "-s", "s.yaml", "-"], &stream);
+    assert_eq!(code, 0, "{err}");
+}
