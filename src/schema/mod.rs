@@ -398,8 +398,12 @@ fn validate_column(
         Ok(r.value)
     };
     let whole = |key: &str, n: Number| {
-        n.as_whole()
-            .ok_or_else(|| err(key, format!("{n} is not a whole number")))
+        n.as_whole().ok_or_else(|| match n {
+            Number::Float(f) if f.is_finite() && f.fract() == 0.0 => {
+                err(key, format!("{n} is too large to be a bound (at most 2^64)"))
+            }
+            _ => err(key, format!("{n} is not a whole number")),
+        })
     };
 
     let values = match col.kind {

@@ -82,3 +82,41 @@ fn missing_schema_file_and_no_data() {
     // Bad arguments: exit 2 as well.
     assert_eq!(env.run(&["check", "--jobs", "many"]).code, 2);
 }
+
+#[test]
+fn hostile_schemas_are_errors_not_crashes() {
+    // An alias bomb: 9^8 (43 million) strings if expanded.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..9 {
+        let p = i - 1;
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    bomb.push_str("columns:\n  label: {kind: class, num_classes: 2}\n");
+    let (msg, _) = schema_error(&bomb);
+    assert!(!msg.is_empty());
+    let deep = format!("columns: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let (msg, _) = schema_error(&deep);
+    assert!(msg.contains("columns"), "{msg}");
+    for (yaml, needle) in [
+        ("columns:\n  label: {kind: class, num_classes: 1e400}\n", "1e400"),
+        (
+            "columns:\n  label: {kind: class, num_classes: 99999999999999999999999999999999999999999}\n",
+            "too large",
+        ),
+        ("columns:\n  label: {kind: range, min: -1e400, max: 1}\n", "-1e400"),
+        ("columns:\n  label: {kind: range, min: .nan, max: 1}\n", "min"),
+        ("columns:\n  label: {kind: class, num_classes: [2]}\n", "num_classes"),
+        ("columns:\n  label: {kind: class, num_classes: {a: 1}}\n", "num_classes"),
+        ("columns:\n  label: [kind, class]\n", "label"),
+        (
+            "columns:\n  label: {kind: class, num_classes: 2, ignore_index: yes}\n",
+            "ignore_index",
+        ),
+        ("\u{0}\u{1}\u{2}binary", ""),
+    ] {
+        let (msg, _) = schema_error(yaml);
+        assert!(msg.contains(needle), "{yaml}: {msg}");
+    }
+}
