@@ -33,6 +33,34 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Merge reports written with `check --format json --partial` (by
+    /// workers that each checked part of a dataset) into the report of the
+    /// whole, exactly as one check over all of it. Exit status as `check`.
+    Merge {
+        /// Partial reports (JSON files; `-` for stdin)
+        #[arg(value_name = "REPORT", required = true)]
+        reports: Vec<PathBuf>,
+        /// Report format
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Keep the merged partial in the JSON report, to merge it further
+        #[arg(long)]
+        partial: bool,
+    },
+    /// List the units of work of a check as JSON (each file, and each row
+    /// group or record batch of files of at least --split-bytes), for an
+    /// engine to spread over workers.
+    Plan {
+        /// The schema file [default: preflight.yaml]
+        #[arg(short, long, value_name = "SCHEMA")]
+        schema: Option<PathBuf>,
+        /// Data files, directories or globs; default: the schema's dataset.files
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Files at least this large are split into their units
+        #[arg(long, value_name = "BYTES", default_value_t = 128 << 20)]
+        split_bytes: u64,
+    },
     /// Check a schema alone and print it fully resolved (every reference
     /// replaced by its number, with its source). Exit status 0 or 2.
     Schema {
@@ -75,6 +103,11 @@ pub struct CheckArgs {
     /// Decode every value even where file statistics prove a column valid
     #[arg(long)]
     pub full_scan: bool,
+
+    /// With --format json: add the mergeable partial result (`partial` key)
+    /// for `preflight merge`
+    #[arg(long)]
+    pub partial: bool,
 
     /// Never draw a progress bar
     #[arg(long)]

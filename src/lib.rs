@@ -71,10 +71,61 @@ pub struct Plan {
 
 /// Runs a whole check: schema, file discovery, scan, report.
 pub fn check(plan: &Plan) -> Report {
-    let schema = match Schema::from_file(&plan.schema) {
-        Ok(s) => s,
-        Err(e) => return Report::failed(vec![ErrorEntry::from(&e)]),
-    };
+    match check_partial(plan) {
+        Ok((validator, partial)) => partial.report(&validator),
+        Err(report) => report,
+    }
+}
+
+/// [`check`], stopping short of the report: the validator and the merged
+/// partial result (to write with `--partial` for a merge elsewhere). A
+/// schema that cannot be used gives the failed report instead.
+pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
+    let (validator, files, discover_errors) = prepare(plan)?;
+    let mut partial = scan::scan(&validator, &files, &plan.scan);
+    // Errors of paths that matched nothing join the scan's, in file order.
+    let mut found = validator.partial();
+    found.errors = discover_errors;
+    partial.merge(found);
+    Ok((validator, partial))
+}
+
+/// The units of work of a check, for an engine to spread over workers
+/// (`preflight plan`): [`plan_paths`] over the plan's paths (or the
+/// schema's `dataset.files`), with the compiled schema.
+pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
+    let (validator, paths) = schema_and_paths(plan)?;
+    Ok((validator, plan_paths(&paths, split_bytes)))
+}
+
+/// The units of work for `paths`: each file, and each unit of files of at
+/// least `split_bytes` bytes. Paths that match nothing are units that carry
+/// their error. Check them with [`scan::check_units`].
+pub fn plan_paths(paths: &[PathBuf], split_bytes: u64) -> Vec<scan::WorkUnit> {
+    let (files, discover_errors) = source::discover::discover(paths);
+    let mut units = scan::plan_units(&files, split_bytes);
+    units.extend(discover_errors.iter().map(|e| scan::WorkUnit {
+        path: e.file().unwrap_or_default().into(),
+        file: e.file().unwrap_or_default(),
+        unit: None,
+        bytes: 0,
+        error: Some(e.message()),
+    }));
+    units
+}
+
+/// The schema compiled, and the files a plan names (with the errors of
+/// paths that matched nothing).
+fn prepare(plan: &Plan) -> Result<(Validator, Vec<source::discover::DataFile>, Vec<ErrorEntry>), Report> {
+    let (validator, paths) = schema_and_paths(plan)?;
+    let (files, discover_errors) = source::discover::discover(&paths);
+    Ok((validator, files, discover_errors.iter().map(ErrorEntry::from).collect()))
+}
+
+/// The schema compiled, and the paths to check: the plan's, or the
+/// schema's `dataset.files`.
+fn schema_and_paths(plan: &Plan) -> Result<(Validator, Vec<PathBuf>), Report> {
+    let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
     let paths: Vec<PathBuf> = if plan.paths.is_empty() {
         let base = schema.base_dir();
         schema.files.iter().map(|f| base.join(f)).collect()
@@ -87,20 +138,7 @@ pub fn check(plan: &Plan) -> Report {
             key: Some("dataset.files".into()),
             message: "no data to check: give PATHs on the command line or list dataset.files in the schema".into(),
         };
-        return Report::failed(vec![ErrorEntry::from(&e)]);
+        return Err(Report::failed(vec![ErrorEntry::from(&e)]));
     }
-    let (files, discover_errors) = source::discover::discover(&paths);
-    let validator = Validator::new(schema, plan.max_examples);
-    let (tally, scan_errors) = scan::scan(&validator, &files, &plan.scan);
-    // Files are already in report order; their errors too.
-    let partial = Partial {
-        files: files.iter().map(|f| f.display.clone()).collect(),
-        tally,
-        errors: discover_errors
-            .iter()
-            .chain(&scan_errors)
-            .map(ErrorEntry::from)
-            .collect(),
-    };
-    partial.report(&validator)
+    Ok((Validator::new(schema, plan.max_examples), paths))
 }

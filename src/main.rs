@@ -47,6 +47,38 @@ fn main() -> ExitCode {
             eprintln!("wrote {}", output.display());
             ExitCode::SUCCESS
         }
+        Command::Merge {
+            reports,
+            format,
+            partial,
+        } => merge(&reports, format, partial),
+        Command::Plan {
+            schema,
+            paths,
+            split_bytes,
+        } => {
+            let plan = Plan {
+                schema: schema.unwrap_or_else(|| "preflight.yaml".into()),
+                paths,
+                max_examples: 0,
+                scan: ScanOptions::default(),
+            };
+            match preflight::plan_units(&plan, split_bytes) {
+                Ok((_, units)) => {
+                    let doc = serde_json::json!({ "units": units });
+                    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+                    text.push('\n');
+                    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+                    ExitCode::SUCCESS
+                }
+                Err(report) => {
+                    for e in &report.errors {
+                        eprintln!("error: {}", e.message);
+                    }
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Schema { schema } => {
             let path = schema.unwrap_or_else(|| "preflight.yaml".into());
             match preflight::Schema::from_file(&path) {
@@ -95,10 +127,12 @@ fn check(a: CheckArgs) -> ExitCode {
     let schema = a.schema.unwrap_or_else(|| "preflight.yaml".into());
     let stdin = a.paths.iter().any(|p| p.as_os_str() == "-");
     let passing = a.pass_through && stdin && a.paths.len() == 1;
+    let mut mergeable = None;
     let usage = |message: &str| {
         Report::failed(vec![ErrorEntry {
             file: None,
             message: message.to_string(),
+            unit: 0,
         }])
     };
     let report = if stdin && a.paths.len() > 1 {
@@ -107,8 +141,10 @@ fn check(a: CheckArgs) -> ExitCode {
         usage("--pass-through needs `-` (an Arrow IPC stream on stdin) as the only path")
     } else if stdin {
         check_stdin(&schema, a.max_examples, a.pass_through)
+    } else if a.partial && a.format != Format::Json {
+        usage("--partial needs --format json")
     } else {
-        preflight::check(&Plan {
+        let plan = Plan {
             schema,
             paths: a.paths,
             max_examples: a.max_examples,
@@ -117,7 +153,16 @@ fn check(a: CheckArgs) -> ExitCode {
                 full_scan: a.full_scan,
                 progress: !a.no_progress && std::io::stderr().is_terminal(),
             },
-        })
+        };
+        match preflight::check_partial(&plan) {
+            Ok((validator, partial)) => {
+                if a.partial {
+                    mergeable = Some(partial.to_json(&validator));
+                }
+                partial.report(&validator)
+            }
+            Err(report) => report,
+        }
     };
     if preflight::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst) {
         eprintln!("preflight: interrupted");
@@ -125,7 +170,7 @@ fn check(a: CheckArgs) -> ExitCode {
     }
     let text = match a.format {
         Format::Human => human::render(&report, Some(started.elapsed())),
-        Format::Json => json::render(&report),
+        Format::Json => json::render_with(&report, mergeable),
         Format::Github => github::render(&report),
         Format::Junit => junit::render(&report),
     };
@@ -159,4 +204,71 @@ fn check_stdin(schema: &std::path::Path, max_examples: usize, pass_through: bool
     let mut report = result.partial.report(&validator);
     report.warnings.extend(result.stopped);
     report
+}
+
+/// `preflight merge`: partial reports into the report of the whole.
+fn merge(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> ExitCode {
+    let fail = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(2)
+    };
+    let mut merged: Option<(preflight::Partial, Validator, serde_json::Value)> = None;
+    for path in paths {
+        let text = if path.as_os_str() == "-" {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+        } else {
+            std::fs::read_to_string(path)
+        };
+        let shown = path.display();
+        let text = match text {
+            Ok(t) => t,
+            Err(e) => return fail(format!("{shown}: {e}")),
+        };
+        let doc: serde_json::Value = match serde_json::from_str(&text) {
+            Ok(d) => d,
+            Err(e) => return fail(format!("{shown}: not JSON: {e}")),
+        };
+        let Some(state) = doc.get("partial") else {
+            return fail(format!(
+                "{shown}: no `partial` key: write the reports with `check --format json --partial`"
+            ));
+        };
+        let (partial, validator) = match preflight::Partial::from_json(state) {
+            Ok(p) => p,
+            Err(e) => return fail(format!("{shown}: {e}")),
+        };
+        // Reports of different schemas do not merge.
+        let identity = serde_json::json!([
+            state["schema"],
+            state["warnings"],
+            state["sources"],
+            state["max_examples"]
+        ]);
+        merged = Some(match merged {
+            None => (partial, validator, identity),
+            Some((mut acc, v, id)) => {
+                if id != identity {
+                    return fail(format!(
+                        "{shown}: written with another schema or --max-examples than the first report"
+                    ));
+                }
+                acc.merge(partial);
+                (acc, v, id)
+            }
+        });
+    }
+    let Some((partial, validator, _)) = merged else {
+        return fail("no reports to merge".into());
+    };
+    let state = keep_partial.then(|| partial.to_json(&validator));
+    let report = partial.report(&validator);
+    let text = match format {
+        Format::Human => human::render(&report, None),
+        Format::Json => json::render_with(&report, state),
+        Format::Github => github::render(&report),
+        Format::Junit => junit::render(&report),
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    ExitCode::from(report.outcome().exit_code())
 }

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::check::Validator;
 use crate::error::Error;
 use crate::progress::Progress;
-use crate::report::Tally;
+use crate::report::{ErrorEntry, Partial, Tally};
 use crate::source::discover::DataFile;
 use crate::source::{self, Source};
 
@@ -39,24 +39,39 @@ struct Opened {
 /// Set by a Ctrl-C handler; units not yet started are skipped.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);
 
-/// Checks `files`; returns the merged tally and every error, in file order.
-pub fn scan(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> (Tally, Vec<Error>) {
+/// Checks every unit of `files`.
+pub fn scan(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> Partial {
+    scan_selected(validator, files, &vec![None; files.len()], opts)
+}
+
+/// Checks the units `only[i]` of file `files[i]` (`None`: all of them);
+/// returns their merged result, errors in (file, unit) order.
+pub fn scan_selected(
+    validator: &Validator,
+    files: &[DataFile],
+    only: &[Option<Vec<usize>>],
+    opts: &ScanOptions,
+) -> Partial {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.jobs).build();
-    let run = || scan_in_pool(validator, files, opts);
+    let run = || scan_in_pool(validator, files, only, opts);
     match pool {
         Ok(pool) => pool.install(run),
         Err(_) => run(),
     }
 }
 
-fn scan_in_pool(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> (Tally, Vec<Error>) {
+fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
     let opened: Vec<(Option<Opened>, Vec<Error>)> = files.par_iter().map(|f| open(validator, f)).collect();
     let units: Vec<(usize, usize)> = opened
         .iter()
         .enumerate()
         .flat_map(|(fi, (o, _))| {
             let n = o.as_ref().map_or(0, |o| o.source.units());
-            (0..n).map(move |u| (fi, u))
+            let chosen: Vec<usize> = match only.get(fi).and_then(|o| o.as_ref()) {
+                Some(list) => list.iter().copied().filter(|&u| u < n).collect(),
+                None => (0..n).collect(),
+            };
+            chosen.into_iter().map(move |u| (fi, u))
         })
         .collect();
     let progress = Progress::new(opts.progress, units.len() as u64);
@@ -76,25 +91,119 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -
     progress.finish();
 
     // Fold in (file, unit) order: open errors of a file come before its units'.
-    let mut tally = validator.tally();
-    let mut errors = Vec::new();
-    let mut results = results.into_iter();
-    for (o, open_errors) in opened {
-        errors.extend(open_errors);
-        let n = o.as_ref().map_or(0, |o| o.source.units());
-        let mut file_errors: Vec<Error> = Vec::new();
-        for (t, errs) in results.by_ref().take(n) {
-            tally.merge(t);
-            for e in errs {
-                // A type problem repeats in every unit: say it once per file.
-                if !file_errors.iter().any(|x| x.to_string() == e.to_string()) {
-                    file_errors.push(e);
-                }
+    let mut partial = validator.partial();
+    partial.files = files.iter().map(|f| f.display.clone()).collect();
+    for (_, open_errors) in opened {
+        partial.errors.extend(open_errors.iter().map(ErrorEntry::from));
+    }
+    for (&(_, unit), (t, errs)) in units.iter().zip(results) {
+        partial.tally.merge(t);
+        for e in errs {
+            let mut entry = ErrorEntry::from(&e);
+            entry.unit = 1 + unit as u64;
+            // A type problem repeats in every unit: say it once per file.
+            if !partial
+                .errors
+                .iter()
+                .any(|x| x.file == entry.file && x.message == entry.message)
+            {
+                partial.errors.push(entry);
             }
         }
-        errors.extend(file_errors);
     }
-    (tally, errors)
+    partial.errors.sort_by(|x, y| (&x.file, x.unit).cmp(&(&y.file, y.unit)));
+    partial
+}
+
+/// One unit of work for a distributed check: a whole file, or one unit (a
+/// Parquet row group, an IPC record batch) of a large file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorkUnit {
+    /// The file as reports name it.
+    pub file: String,
+    /// The path to open.
+    pub path: std::path::PathBuf,
+    /// The unit within the file; `None` for the whole file.
+    pub unit: Option<usize>,
+    /// The file's size in bytes (0 when it cannot be read).
+    pub bytes: u64,
+    /// Set for a path that matched nothing: checking the unit reports this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Splits `files` into units of work: a file of at least `split_bytes`
+/// bytes with several units is one work unit per unit, any other file one
+/// work unit. A file that cannot be opened is one unit (checking it reports
+/// why).
+pub fn plan_units(files: &[DataFile], split_bytes: u64) -> Vec<WorkUnit> {
+    files
+        .par_iter()
+        .flat_map_iter(|f| {
+            let bytes = std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0);
+            let units = if bytes >= split_bytes {
+                source::guarded(|| source::open(&f.path)).map_or(1, |s| s.units())
+            } else {
+                1
+            };
+            let whole = units <= 1;
+            let make = move |unit: Option<usize>| WorkUnit {
+                file: f.display.clone(),
+                path: f.path.clone(),
+                unit,
+                bytes,
+                error: None,
+            };
+            let list: Vec<WorkUnit> = if whole {
+                vec![make(None)]
+            } else {
+                (0..units).map(|u| make(Some(u))).collect()
+            };
+            list.into_iter()
+        })
+        .collect()
+}
+
+/// Checks some work units (as listed by [`plan_units`]) and returns their
+/// partial result.
+pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) -> Partial {
+    let mut files: Vec<DataFile> = Vec::new();
+    let mut only: Vec<Option<Vec<usize>>> = Vec::new();
+    let mut unmatched = validator.partial();
+    for u in units {
+        if let Some(message) = &u.error {
+            unmatched.errors.push(ErrorEntry {
+                file: Some(u.file.clone()),
+                message: message.clone(),
+                unit: 0,
+            });
+            continue;
+        }
+        let at = match files.iter().position(|f| f.display == u.file) {
+            Some(i) => i,
+            None => {
+                files.push(DataFile {
+                    display: u.file.clone(),
+                    path: u.path.clone(),
+                });
+                only.push(Some(Vec::new()));
+                files.len() - 1
+            }
+        };
+        match (&mut only[at], u.unit) {
+            (Some(list), Some(unit)) => list.push(unit),
+            (slot, None) => *slot = None,
+            (None, Some(_)) => {}
+        }
+    }
+    // Files in report order, as a scan has them.
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| files[a].display.cmp(&files[b].display));
+    let files: Vec<DataFile> = order.iter().map(|&i| files[i].clone()).collect();
+    let only: Vec<Option<Vec<usize>>> = order.iter().map(|&i| only[i].clone()).collect();
+    let mut partial = scan_selected(validator, &files, &only, opts);
+    partial.merge(unmatched);
+    partial
 }
 
 fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) {

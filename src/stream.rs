@@ -44,6 +44,7 @@ pub fn check_stream(
         partial.errors.push(ErrorEntry {
             file: Some(name.to_string()),
             message: e.to_string(),
+            unit: 1,
         })
     };
     let mut decoder = StreamDecoder::new();

@@ -26,10 +26,15 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from ._preflight import Outcome, SchemaError, __version__
+from ._preflight import Merged, Outcome, SchemaError, __version__
 from ._preflight import Validator as _Validator
+from ._preflight import merge as _merge
+from ._preflight import plan as _plan
 
-__all__ = ["Validator", "DataError", "SchemaError", "to_arrow", "__version__"]
+__all__ = ["Validator", "DataError", "SchemaError", "Merged", "plan", "merge", "to_arrow", "__version__"]
+
+#: Files at least this large are split into their units by :func:`plan`.
+SPLIT_BYTES = 128 << 20
 
 
 class DataError(ValueError):
@@ -67,6 +72,17 @@ class Validator:
                 raise SchemaError(f"{path}: cannot read the schema: {e}") from e
         self._inner = _Validator(text, path, max_examples)
 
+    @classmethod
+    def _from_state(cls, state: str) -> "Validator":
+        v = cls.__new__(cls)
+        v._inner = _Validator.from_state(state)
+        return v
+
+    def __reduce__(self):
+        # Pickled as the resolved schema: workers need neither the schema
+        # file nor the model files its references point to.
+        return (Validator._from_state, (self._inner.state(),))
+
     def outcome(self, data: Any, source: str = "<batch>", first_row: int = 0) -> Outcome:
         """The check of ``data`` with its JSON text, human text and exit code."""
         return self._inner.check(to_arrow(data), source, first_row)
@@ -89,6 +105,17 @@ class Validator:
             raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
         return data
 
+    def check_partial(self, data: Any, source: str = "<batch>", first_row: int = 0) -> str:
+        """:meth:`check`, as a partial report (JSON text) for :func:`merge`."""
+        return self._inner.check_partial(to_arrow(data), source, first_row)
+
+    def check_unit(self, unit: Union[Mapping, Sequence[Mapping]], jobs: int = 1) -> str:
+        """Checks one unit of work from :func:`plan` (or a list of them),
+        reading only that unit, and returns the partial report (JSON text)
+        for :func:`merge`."""
+        units = [unit] if isinstance(unit, Mapping) else list(unit)
+        return self._inner.check_units(json.dumps(units), jobs)
+
     def wrap_collate(self, collate_fn: Optional[Callable] = None) -> Callable:
         """A ``collate_fn`` for a PyTorch ``DataLoader`` that validates each
         batch's samples before ``collate_fn`` (default: torch's
@@ -106,6 +133,36 @@ class Validator:
     def resolved_schema(self) -> str:
         """The schema with every reference resolved, as YAML."""
         return self._inner.resolved_schema()
+
+
+def plan(
+    paths: Union[None, str, os.PathLike, Sequence[Union[str, os.PathLike]]] = None,
+    schema: Union[None, str, os.PathLike] = None,
+    split_bytes: int = SPLIT_BYTES,
+) -> list:
+    """The units of work of a check over ``paths`` (files, directories,
+    globs; with none, the ``dataset.files`` of the ``schema`` file): one per
+    file, and one per row group (Parquet) or record batch (Arrow IPC file)
+    of files of at least ``split_bytes`` bytes. Each unit is a small dict,
+    for an engine to spread over workers and :meth:`Validator.check_unit`
+    to check."""
+    if paths is None:
+        paths = []
+    elif isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    schema_path = None if schema is None else os.fspath(schema)
+    return json.loads(_plan([os.fspath(p) for p in paths], schema_path, split_bytes))
+
+
+def merge(reports: Sequence[Union[str, Mapping]]) -> Merged:
+    """Merges partial reports (from :meth:`Validator.check_unit`,
+    :meth:`Validator.check_partial`, ``preflight check --format json
+    --partial``, or an earlier merge's ``partial_json``), in any order and
+    grouping, into the report of the whole: ``.json`` is byte for byte what
+    ``preflight check --format json`` prints over the same data;
+    ``.exit_code`` its exit status; ``.partial_json`` merges further."""
+    texts = [r if isinstance(r, str) else json.dumps(r) for r in reports]
+    return _merge(texts)
 
 
 def to_arrow(data: Any) -> Any:

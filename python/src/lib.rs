@@ -17,7 +17,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use preflight::report::{human, json};
-use preflight::{Partial, Schema};
+use preflight::scan::{ScanOptions, WorkUnit};
+use preflight::{Partial, Plan, Schema};
 
 create_exception!(
     _preflight,
@@ -77,10 +78,152 @@ impl Validator {
         })
     }
 
+    /// [`Validator::check`] as a partial report (the JSON report with its
+    /// `partial` key), to merge with others.
+    #[pyo3(signature = (data, source, first_row = 0))]
+    fn check_partial(&self, py: Python<'_>, data: &Bound<'_, PyAny>, source: &str, first_row: u64) -> PyResult<String> {
+        let batches = batches(data)?;
+        let validator = &self.inner;
+        Ok(py.detach(|| {
+            let mut partial: Partial = validator.partial();
+            partial.files.push(source.to_string());
+            let mut row = first_row;
+            for batch in &batches {
+                partial.merge(validator.check(source, row, batch));
+                row += batch.num_rows() as u64;
+            }
+            partial_report(validator, partial)
+        }))
+    }
+
+    /// Checks work units (a JSON list, as `plan` gives them) and returns the
+    /// partial report.
+    #[pyo3(signature = (units_json, jobs = 1))]
+    fn check_units(&self, py: Python<'_>, units_json: &str, jobs: usize) -> PyResult<String> {
+        let units: Vec<WorkUnit> =
+            serde_json::from_str(units_json).map_err(|e| PyValueError::new_err(format!("not a list of units: {e}")))?;
+        let validator = &self.inner;
+        Ok(py.detach(|| {
+            let opts = ScanOptions {
+                jobs,
+                ..ScanOptions::default()
+            };
+            partial_report(validator, preflight::scan::check_units(validator, &units, &opts))
+        }))
+    }
+
+    /// The validator as text (an empty partial: resolved schema, warnings,
+    /// bound sources, max_examples), to rebuild it elsewhere.
+    fn state(&self) -> String {
+        self.inner.partial().to_json(&self.inner).to_string()
+    }
+
+    /// Rebuilds a validator from [`Validator::state`].
+    #[staticmethod]
+    fn from_state(state: &str) -> PyResult<Validator> {
+        let doc: serde_json::Value = serde_json::from_str(state).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let (_, inner) = Partial::from_json(&doc).map_err(SchemaError::new_err)?;
+        Ok(Validator { inner })
+    }
+
     /// The schema fully resolved, as YAML.
     fn resolved_schema(&self) -> String {
         self.inner.schema().to_resolved_yaml()
     }
+}
+
+/// The JSON report of `partial`, with its mergeable state under `partial`.
+fn partial_report(validator: &preflight::Validator, partial: Partial) -> String {
+    let state = partial.to_json(validator);
+    json::render_with(&partial.report(validator), Some(state))
+}
+
+/// The units of work of a check (JSON list): `paths`, or with none the
+/// `dataset.files` of the schema at `schema_path`.
+#[pyfunction]
+#[pyo3(signature = (paths, schema_path, split_bytes))]
+fn plan(py: Python<'_>, paths: Vec<String>, schema_path: Option<String>, split_bytes: u64) -> PyResult<String> {
+    let paths: Vec<std::path::PathBuf> = paths.into_iter().map(Into::into).collect();
+    let units = py.detach(|| match schema_path {
+        Some(schema) if paths.is_empty() => {
+            let plan = Plan {
+                schema: schema.into(),
+                paths: Vec::new(),
+                max_examples: 0,
+                scan: ScanOptions::default(),
+            };
+            preflight::plan_units(&plan, split_bytes).map(|(_, units)| units)
+        }
+        _ => Ok(preflight::plan_paths(&paths, split_bytes)),
+    });
+    match units {
+        Ok(units) => serde_json::to_string(&units).map_err(|e| PyValueError::new_err(e.to_string())),
+        Err(report) => Err(SchemaError::new_err(
+            report
+                .errors
+                .iter()
+                .map(|e| e.message.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
+    }
+}
+
+/// Merges partial reports (JSON texts) into one; the outcome's `json` is
+/// the report `preflight check --format json` gives over the same data.
+#[pyfunction]
+fn merge(py: Python<'_>, reports: Vec<String>) -> PyResult<Merged> {
+    py.detach(|| {
+        let mut merged: Option<(Partial, preflight::Validator, String)> = None;
+        for (i, text) in reports.iter().enumerate() {
+            let doc: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("report {i}: not JSON: {e}")))?;
+            let state = doc
+                .get("partial")
+                .ok_or_else(|| PyValueError::new_err(format!("report {i}: no `partial` key")))?;
+            let identity = serde_json::json!([
+                state["schema"],
+                state["warnings"],
+                state["sources"],
+                state["max_examples"]
+            ])
+            .to_string();
+            let (partial, validator) =
+                Partial::from_json(state).map_err(|e| PyValueError::new_err(format!("report {i}: {e}")))?;
+            merged = Some(match merged {
+                None => (partial, validator, identity),
+                Some((mut acc, v, id)) => {
+                    if id != identity {
+                        return Err(PyValueError::new_err(format!(
+                            "report {i} was written with another schema or max_examples than report 0"
+                        )));
+                    }
+                    acc.merge(partial);
+                    (acc, v, id)
+                }
+            });
+        }
+        let (partial, validator, _) = merged.ok_or_else(|| PyValueError::new_err("no reports to merge"))?;
+        let state = partial.to_json(&validator);
+        let report = partial.report(&validator);
+        Ok(Merged {
+            json: json::render(&report),
+            partial_json: json::render_with(&report, Some(state)),
+            human: human::render(&report, None),
+            exit_code: report.outcome().exit_code(),
+        })
+    })
+}
+
+/// A merged report: `json` as `preflight check --format json` prints it,
+/// `partial_json` the same with its mergeable state, the human text and
+/// the exit status.
+#[pyclass(frozen, get_all, module = "preflight._preflight")]
+struct Merged {
+    json: String,
+    partial_json: String,
+    human: String,
+    exit_code: u8,
 }
 
 /// The record batches of `data`: one batch, or every batch of a table or stream.
@@ -102,6 +245,9 @@ fn batches(data: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
 fn _preflight(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Validator>()?;
     m.add_class::<Outcome>()?;
+    m.add_class::<Merged>()?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add("SchemaError", m.py().get_type::<SchemaError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -16,6 +16,8 @@ struct Doc<'a> {
     errors: &'a [ErrorEntry],
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     warnings: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partial: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -46,6 +48,12 @@ struct Source<'a> {
 
 /// Renders the report as one JSON document (with a final newline).
 pub fn render(report: &Report) -> String {
+    render_with(report, None)
+}
+
+/// [`render`], with a `partial` key holding the mergeable partial result
+/// (`--partial`; see [`crate::Partial::to_json`]).
+pub fn render_with(report: &Report, partial: Option<serde_json::Value>) -> String {
     let doc = Doc {
         ok: report.ok(),
         files: report.files,
@@ -74,6 +82,7 @@ pub fn render(report: &Report) -> String {
             .collect(),
         errors: &report.errors,
         warnings: &report.warnings,
+        partial,
     };
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"ok\": false, \"error\": \"{e}\"}}"));
     s.push('\n');

@@ -10,8 +10,11 @@ pub mod hint;
 pub mod human;
 pub mod json;
 pub mod junit;
+mod partial;
 
 use serde::Serialize;
+
+pub use partial::Partial;
 
 use crate::schema::{Rule, Schema, ValueRule};
 
@@ -113,7 +116,7 @@ impl Evidence {
         self.min = Some(self.min.map_or(v, |m| m.min(v)));
     }
 
-    fn merge(&mut self, o: &Evidence) {
+    pub(crate) fn merge(&mut self, o: &Evidence) {
         fn pick(a: Option<i128>, b: Option<i128>, f: fn(i128, i128) -> i128) -> Option<i128> {
             match (a, b) {
                 (Some(x), Some(y)) => Some(f(x, y)),
@@ -191,105 +194,6 @@ impl Tally {
     }
 }
 
-/// The result of checking some of a dataset's data (a batch, a unit, a
-/// file, a shard on another machine), with the names of the files it
-/// covers, so that partial results from anywhere merge into one report.
-///
-/// [`Partial::merge`] is associative and commutative: examples are kept as
-/// the first ones by (file, row), counts add, errors are ordered by file.
-/// Merging the partials of any split of a dataset gives the partial of the
-/// whole, and [`Partial::report`] the same report as one `preflight check`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Partial {
-    /// The files covered, sorted byte-wise, without repeats.
-    pub files: Vec<String>,
-    /// Counts and examples; [`Example::file`] indexes `files`.
-    pub tally: Tally,
-    /// What kept data from being checked, in file order.
-    pub errors: Vec<ErrorEntry>,
-}
-
-impl Partial {
-    /// A partial covering nothing yet.
-    pub fn empty(checks: usize, max_examples: usize) -> Partial {
-        Partial {
-            files: Vec::new(),
-            tally: Tally::new(checks, max_examples),
-            errors: Vec::new(),
-        }
-    }
-
-    /// Merges `other` into `self`; the order of merging never matters.
-    pub fn merge(&mut self, other: Partial) {
-        let mut files: Vec<String> = self.files.iter().chain(&other.files).cloned().collect();
-        files.sort_unstable();
-        files.dedup();
-        let remap =
-            |own: &[String]| -> Vec<usize> { own.iter().map(|f| files.binary_search(f).unwrap_or_default()).collect() };
-        let (mine, theirs) = (remap(&self.files), remap(&other.files));
-        let keep = self.tally.max_examples.max(other.tally.max_examples);
-        self.tally.rows += other.tally.rows;
-        self.tally.max_examples = keep;
-        for (a, b) in self.tally.checks.iter_mut().zip(other.tally.checks) {
-            a.violations += b.violations;
-            a.evidence.merge(&b.evidence);
-            let relabel = |ex: Example, map: &[usize]| Example {
-                file: map.get(ex.file).copied().unwrap_or_default(),
-                ..ex
-            };
-            let left: Vec<Example> = std::mem::take(&mut a.examples)
-                .into_iter()
-                .map(|e| relabel(e, &mine))
-                .collect();
-            let right = b.examples.into_iter().map(|e| relabel(e, &theirs));
-            a.examples = merge_first(left, right, keep);
-        }
-        self.files = files;
-        self.errors.extend(other.errors);
-        // Stable: errors of one file keep their order; a file's error seen
-        // by several parts of a split is said once.
-        self.errors.sort_by(|x, y| x.file.cmp(&y.file));
-        let mut seen: Vec<ErrorEntry> = Vec::with_capacity(self.errors.len());
-        for e in std::mem::take(&mut self.errors) {
-            if !seen.iter().any(|s| s == &e) {
-                seen.push(e);
-            }
-        }
-        self.errors = seen;
-    }
-
-    /// The report of the data this partial covers.
-    pub fn report(self, validator: &crate::Validator) -> Report {
-        let warnings = validator.schema().warnings.clone();
-        Report::build(
-            validator.schema(),
-            validator.plan(),
-            &self.files,
-            self.tally,
-            self.errors,
-            warnings,
-        )
-    }
-}
-
-/// The first `keep` examples of two (file, row)-ordered lists, in that order;
-/// on a tie `left`'s come first.
-fn merge_first(left: Vec<Example>, right: impl IntoIterator<Item = Example>, keep: usize) -> Vec<Example> {
-    let mut out = Vec::with_capacity(keep.min(left.len() + 8));
-    let mut l = left.into_iter().peekable();
-    let mut r = right.into_iter().peekable();
-    while out.len() < keep {
-        let take_left = match (l.peek(), r.peek()) {
-            (Some(a), Some(b)) => (a.file, a.row) <= (b.file, b.row),
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        out.extend(if take_left { l.next() } else { r.next() });
-    }
-    out
-}
-
 /// A failure that kept some data from being checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ErrorEntry {
@@ -298,6 +202,10 @@ pub struct ErrorEntry {
     pub file: Option<String>,
     /// What went wrong.
     pub message: String,
+    /// Where in its file: 0 when opening it, 1 + the unit's index for an
+    /// error in a unit. Errors are reported in (file, unit) order.
+    #[serde(skip)]
+    pub unit: u64,
 }
 
 impl From<&crate::Error> for ErrorEntry {
@@ -305,6 +213,7 @@ impl From<&crate::Error> for ErrorEntry {
         ErrorEntry {
             file: e.file(),
             message: e.message(),
+            unit: 0,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! One integration binary: the real `preflight` run on real files.
 
 mod core;
+mod distributed;
 mod formats;
 mod hostile;
 mod pipeline;

@@ -1,0 +1,322 @@
+//! Partial results: what checking part of a dataset produced, with the names
+//! of the files it covers, so partials from anywhere (batches in a pipeline,
+//! units on a rayon pool, tasks on Spark or Ray) merge into one report.
+//!
+//! A partial also travels as JSON (the `partial` key of a report written with
+//! `--partial`): it carries the resolved schema, exact typed values and the
+//! evidence behind hints, so a merge on another machine gives byte for byte
+//! the report one `preflight check` over all the files would have given.
+
+use serde::Deserialize;
+use serde_json::{Value as J, json};
+
+use super::{CheckTally, ErrorEntry, Evidence, Example, Report, Tally, Value};
+use crate::Validator;
+use crate::schema::Schema;
+
+/// The result of checking some of a dataset's data.
+///
+/// [`Partial::merge`] is associative and commutative: examples are kept as
+/// the first ones by (file, row), counts add, errors are ordered by (file,
+/// unit) and said once per file. Merging the partials of any split of a
+/// dataset gives the partial of the whole, and [`Partial::report`] the same
+/// report as one `preflight check`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partial {
+    /// The files covered, sorted byte-wise, without repeats.
+    pub files: Vec<String>,
+    /// Counts and examples; [`Example::file`] indexes `files`.
+    pub tally: Tally,
+    /// What kept data from being checked, in (file, unit) order.
+    pub errors: Vec<ErrorEntry>,
+}
+
+impl Partial {
+    /// A partial covering nothing yet.
+    pub fn empty(checks: usize, max_examples: usize) -> Partial {
+        Partial {
+            files: Vec::new(),
+            tally: Tally::new(checks, max_examples),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Merges `other` into `self`; the order of merging never matters.
+    pub fn merge(&mut self, other: Partial) {
+        let mut files: Vec<String> = self.files.iter().chain(&other.files).cloned().collect();
+        files.sort_unstable();
+        files.dedup();
+        let remap =
+            |own: &[String]| -> Vec<usize> { own.iter().map(|f| files.binary_search(f).unwrap_or_default()).collect() };
+        let (mine, theirs) = (remap(&self.files), remap(&other.files));
+        let keep = self.tally.max_examples.max(other.tally.max_examples);
+        self.tally.rows += other.tally.rows;
+        self.tally.max_examples = keep;
+        for (a, b) in self.tally.checks.iter_mut().zip(other.tally.checks) {
+            a.violations += b.violations;
+            a.evidence.merge(&b.evidence);
+            let relabel = |ex: Example, map: &[usize]| Example {
+                file: map.get(ex.file).copied().unwrap_or_default(),
+                ..ex
+            };
+            let left: Vec<Example> = std::mem::take(&mut a.examples)
+                .into_iter()
+                .map(|e| relabel(e, &mine))
+                .collect();
+            let right = b.examples.into_iter().map(|e| relabel(e, &theirs));
+            a.examples = merge_first(left, right, keep);
+        }
+        self.files = files;
+        self.errors.extend(other.errors);
+        self.errors = ordered(std::mem::take(&mut self.errors));
+    }
+
+    /// The report of the data this partial covers.
+    pub fn report(self, validator: &Validator) -> Report {
+        let warnings = validator.schema().warnings.clone();
+        Report::build(
+            validator.schema(),
+            validator.plan(),
+            &self.files,
+            self.tally,
+            self.errors,
+            warnings,
+        )
+    }
+
+    /// The partial as JSON, with what a merge elsewhere needs: the resolved
+    /// schema, its warnings and bound sources, and typed values.
+    pub fn to_json(&self, validator: &Validator) -> J {
+        let schema = validator.schema();
+        let sources: Vec<J> = schema
+            .columns
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| c.bound_sources.iter().map(move |(k, f)| json!([i, k, f])))
+            .collect();
+        let checks: Vec<J> = self
+            .tally
+            .checks
+            .iter()
+            .map(|c| {
+                json!({
+                    "violations": c.violations,
+                    "examples": c.examples.iter().map(|e| json!([e.file, e.row, typed(&e.value)])).collect::<Vec<_>>(),
+                    "evidence": evidence_json(&c.evidence),
+                })
+            })
+            .collect();
+        json!({
+            "version": 1,
+            "schema": schema.to_resolved_yaml(),
+            "warnings": schema.warnings,
+            "sources": sources,
+            "max_examples": self.tally.max_examples,
+            "files": self.files,
+            "rows": self.tally.rows,
+            "checks": checks,
+            "errors": self.errors.iter().map(|e| json!([e.file, e.unit, e.message])).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Reads a partial written by [`Partial::to_json`], with the validator
+    /// of its schema.
+    pub fn from_json(doc: &J) -> Result<(Partial, Validator), String> {
+        let raw: RawPartial =
+            serde_json::from_value(doc.clone()).map_err(|e| format!("not a preflight partial: {e}"))?;
+        if raw.version != 1 {
+            return Err(format!("partial version {} is not supported", raw.version));
+        }
+        let mut schema =
+            Schema::from_yaml(&raw.schema, "<partial>".as_ref()).map_err(|e| format!("its schema: {e}"))?;
+        schema.warnings = raw.warnings;
+        for (i, key, from) in raw.sources {
+            let column = schema.columns.get_mut(i).ok_or("a bound source names no column")?;
+            column.bound_sources.push((key, from));
+        }
+        let validator = Validator::new(schema, raw.max_examples);
+        if raw.checks.len() != validator.plan().len() {
+            return Err("its checks do not match its schema".into());
+        }
+        let mut files = raw.files;
+        let sorted = files.windows(2).all(|w| w[0] < w[1]);
+        if !sorted {
+            return Err("its files are not sorted".into());
+        }
+        let mut checks = Vec::with_capacity(raw.checks.len());
+        for c in raw.checks {
+            let mut examples = Vec::with_capacity(c.examples.len());
+            for (file, row, value) in c.examples {
+                if file >= files.len() {
+                    return Err("an example names no file".into());
+                }
+                examples.push(Example {
+                    file,
+                    row,
+                    value: untyped(&value)?,
+                });
+            }
+            checks.push(CheckTally {
+                violations: c.violations,
+                examples,
+                evidence: evidence_from(&c.evidence)?,
+            });
+        }
+        let errors = raw
+            .errors
+            .into_iter()
+            .map(|(file, unit, message)| ErrorEntry { file, message, unit })
+            .collect();
+        files.shrink_to_fit();
+        let partial = Partial {
+            files,
+            tally: Tally {
+                checks,
+                rows: raw.rows,
+                max_examples: raw.max_examples,
+            },
+            errors,
+        };
+        Ok((partial, validator))
+    }
+}
+
+#[derive(Deserialize)]
+struct RawPartial {
+    version: u32,
+    schema: String,
+    warnings: Vec<String>,
+    sources: Vec<(usize, String, String)>,
+    max_examples: usize,
+    files: Vec<String>,
+    rows: u64,
+    checks: Vec<RawCheck>,
+    errors: Vec<(Option<String>, u64, String)>,
+}
+
+#[derive(Deserialize)]
+struct RawCheck {
+    violations: u64,
+    examples: Vec<(usize, u64, J)>,
+    evidence: J,
+}
+
+/// Errors in (file, unit) order (no file first), each said once per file.
+fn ordered(mut errors: Vec<ErrorEntry>) -> Vec<ErrorEntry> {
+    errors.sort_by(|x, y| (&x.file, x.unit).cmp(&(&y.file, y.unit)));
+    let mut out: Vec<ErrorEntry> = Vec::with_capacity(errors.len());
+    for e in errors {
+        if !out.iter().any(|s| s.file == e.file && s.message == e.message) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// The first `keep` examples of two (file, row)-ordered lists, in that order;
+/// on a tie `left`'s come first.
+fn merge_first(left: Vec<Example>, right: impl IntoIterator<Item = Example>, keep: usize) -> Vec<Example> {
+    let mut out = Vec::with_capacity(keep.min(left.len() + 8));
+    let mut l = left.into_iter().peekable();
+    let mut r = right.into_iter().peekable();
+    while out.len() < keep {
+        let take_left = match (l.peek(), r.peek()) {
+            (Some(a), Some(b)) => (a.file, a.row) <= (b.file, b.row),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        out.extend(if take_left { l.next() } else { r.next() });
+    }
+    out
+}
+
+/// A value with its type: integers as decimal strings (any width), floats
+/// as numbers or "NaN"/"inf"/"-inf", strings, null.
+fn typed(v: &Value) -> J {
+    match v {
+        Value::Null => J::Null,
+        Value::Int(i) => json!({"int": i.to_string()}),
+        Value::Float(f) if f.is_finite() => json!({"float": f}),
+        Value::Float(f) => json!({"float": Value::Float(*f).to_string()}),
+        Value::Str(s) => json!({"str": s}),
+    }
+}
+
+fn untyped(v: &J) -> Result<Value, String> {
+    let bad = || format!("an example value {v} is not typed");
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    let map = v.as_object().filter(|m| m.len() == 1).ok_or_else(bad)?;
+    let (kind, inner) = map.iter().next().ok_or_else(bad)?;
+    match (kind.as_str(), inner) {
+        ("int", J::String(s)) => s.parse().map(Value::Int).map_err(|_| bad()),
+        ("float", J::Number(n)) => n.as_f64().map(Value::Float).ok_or_else(bad),
+        ("float", J::String(s)) => match s.as_str() {
+            "NaN" => Ok(Value::Float(f64::NAN)),
+            "inf" => Ok(Value::Float(f64::INFINITY)),
+            "-inf" => Ok(Value::Float(f64::NEG_INFINITY)),
+            _ => Err(bad()),
+        },
+        ("str", J::String(s)) => Ok(Value::Str(s.clone())),
+        _ => Err(bad()),
+    }
+}
+
+fn evidence_json(e: &Evidence) -> J {
+    let int = |v: Option<i128>| v.map(|i| J::String(i.to_string())).unwrap_or(J::Null);
+    json!({
+        "bad_min": int(e.bad_min),
+        "bad_max": int(e.bad_max),
+        "min": int(e.min),
+        "saw": [e.saw_minus_one, e.saw_minus_100, e.saw_255, e.saw_fraction],
+    })
+}
+
+fn evidence_from(v: &J) -> Result<Evidence, String> {
+    let int = |key: &str| -> Result<Option<i128>, String> {
+        match &v[key] {
+            J::Null => Ok(None),
+            J::String(s) => s
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("evidence {key} is not an integer")),
+            _ => Err(format!("evidence {key} is not an integer")),
+        }
+    };
+    let saw: [bool; 4] = serde_json::from_value(v["saw"].clone()).map_err(|e| format!("evidence: {e}"))?;
+    Ok(Evidence {
+        bad_min: int("bad_min")?,
+        bad_max: int("bad_max")?,
+        min: int("min")?,
+        saw_minus_one: saw[0],
+        saw_minus_100: saw[1],
+        saw_255: saw[2],
+        saw_fraction: saw[3],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_values_round_trip() {
+        for v in [
+            Value::Null,
+            Value::Int(-170141183460469231731687303715884105728),
+            Value::Int(18446744073709551615),
+            Value::Float(0.1),
+            Value::Float(-0.0),
+            Value::Float(f64::INFINITY),
+            Value::Float(f64::NEG_INFINITY),
+            Value::Str("NaN".into()),
+        ] {
+            assert_eq!(untyped(&typed(&v)).unwrap(), v);
+        }
+        assert!(matches!(untyped(&typed(&Value::Float(f64::NAN))), Ok(Value::Float(f)) if f.is_nan()));
+        assert!(untyped(&json!({"int": "x"})).is_err());
+        assert!(untyped(&json!(3)).is_err());
+    }
+}
