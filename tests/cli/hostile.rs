@@ -315,3 +315,86 @@ fn highly_compressed_buffers_are_not_mistaken_for_lies() {
     let (code, _, err) = env.run_piped(&["check", "-s", "s.yaml", "-"], &stream);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn unreadable_files_are_errors_of_their_own() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.write("d/ok.csv", "label\n1\n12\n");
+    env.write("d/secret.csv", "label\n1\n");
+    for (path, mode) in [
+        ("", 0o755),
+        ("d", 0o755),
+        ("s.yaml", 0o644),
+        ("d/ok.csv", 0o644),
+        ("d/secret.csv", 0o000),
+    ] {
+        std::fs::set_permissions(env.path(path), std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+    // Root reads everything: drop to `nobody` to make the file unreadable,
+    // running a copy of the binary that `nobody` can reach.
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let mut cmd = if root {
+        let copy = env.path("preflight");
+        std::fs::copy(env!("CARGO_BIN_EXE_preflight"), &copy).expect("copy the binary");
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&copy);
+        c
+    } else {
+        std::process::Command::new(env!("CARGO_BIN_EXE_preflight"))
+    };
+    let out = cmd
+        .args(["check", "-s", "s.yaml", "--format", "json", "d"])
+        .current_dir(env.dir.path())
+        .output()
+        .expect("run");
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(report["errors"][0]["file"], "d/secret.csv");
+    assert!(
+        report["errors"][0]["message"]
+            .as_str()
+            .expect("m")
+            .contains("Permission denied")
+    );
+    assert_eq!(
+        hits(&report, "label", "class").0,
+        1,
+        "the readable file is still checked"
+    );
+}
+
+#[test]
+fn lists_nested_deeply_are_checked_to_the_leaves() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  input_ids: {kind: index, size: 1000, max_length: 1}\n",
+    );
+    env.python(
+        "a = pa.array([1, 2000, 3, 4, -5], pa.int64())\n\
+         for _ in range(40):\n\
+         \x20   a = pa.ListArray.from_arrays(pa.array([0, 1, len(a)], pa.int32()), a)\n\
+         pq.write_table(pa.table({'input_ids': a}), 'deep.parquet')\n\
+         import pyarrow.feather as feather\n\
+         feather.write_feather(pa.table({'input_ids': a}), 'deep.feather')",
+    );
+    for file in ["deep.parquet", "deep.feather"] {
+        let r = env.check_json(&["-s", "s.yaml", file], 1);
+        let (n, ex) = hits(&r, "input_ids", "index");
+        assert_eq!(n, 2, "{file}");
+        assert_eq!((ex[0].1, ex[0].2.clone()), (1, serde_json::json!(2000)), "{file}");
+        assert_eq!((ex[1].1, ex[1].2.clone()), (1, serde_json::json!(-5)), "{file}");
+        assert_eq!(
+            hits(&r, "input_ids", "max_length").0,
+            0,
+            "{file}: the outer lists hold one element"
+        );
+    }
+}
