@@ -65,6 +65,14 @@ fn main() -> ExitCode {
             };
             match preflight::plan_units(&plan, split_bytes) {
                 Ok((_, units)) => {
+                    // A path that is not UTF-8 cannot be written in JSON.
+                    let units = match serde_json::to_value(&units) {
+                        Ok(u) => u,
+                        Err(e) => {
+                            eprintln!("error: cannot write the plan: {e}");
+                            return ExitCode::from(2);
+                        }
+                    };
                     let doc = serde_json::json!({ "units": units });
                     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
                     text.push('\n');

@@ -62,18 +62,30 @@ pub fn scan_selected(
 
 fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
     let opened: Vec<(Option<Opened>, Vec<Error>)> = files.par_iter().map(|f| open(validator, f)).collect();
-    let units: Vec<(usize, usize)> = opened
-        .iter()
-        .enumerate()
-        .flat_map(|(fi, (o, _))| {
-            let n = o.as_ref().map_or(0, |o| o.source.units());
-            let chosen: Vec<usize> = match only.get(fi).and_then(|o| o.as_ref()) {
-                Some(list) => list.iter().copied().filter(|&u| u < n).collect(),
-                None => (0..n).collect(),
-            };
-            chosen.into_iter().map(move |u| (fi, u))
-        })
-        .collect();
+    let mut opened = opened;
+    let mut units: Vec<(usize, usize)> = Vec::new();
+    for (fi, (o, errors)) in opened.iter_mut().enumerate() {
+        let Some(o) = o else { continue };
+        let n = o.source.units();
+        match only.get(fi).and_then(|o| o.as_ref()) {
+            Some(list) => {
+                for &u in list {
+                    if u < n {
+                        units.push((fi, u));
+                    } else {
+                        // Planned against another version of the file.
+                        errors.push(Error::Read {
+                            path: files[fi].display.clone(),
+                            source: source::ReadError::new(format!(
+                                "unit {u} is not in the file (it has {n}): did it change since it was planned?"
+                            )),
+                        });
+                    }
+                }
+            }
+            None => units.extend((0..n).map(|u| (fi, u))),
+        }
+    }
     let progress = Progress::new(opts.progress, units.len() as u64);
     let results: Vec<(Tally, Vec<Error>)> = units
         .par_iter()
@@ -101,17 +113,15 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
         for e in errs {
             let mut entry = ErrorEntry::from(&e);
             entry.unit = 1 + unit as u64;
-            // A type problem repeats in every unit: say it once per file.
-            if !partial
-                .errors
-                .iter()
-                .any(|x| x.file == entry.file && x.message == entry.message)
-            {
-                partial.errors.push(entry);
-            }
+            partial.errors.push(entry);
         }
     }
-    partial.errors.sort_by(|x, y| (&x.file, x.unit).cmp(&(&y.file, y.unit)));
+    // A type problem repeats in every unit: said once per file, in order.
+    let errors = std::mem::take(&mut partial.errors);
+    let checks = partial.tally.checks.len();
+    let mut found = Partial::empty(checks, partial.tally.max_examples);
+    found.errors = errors;
+    partial.merge(found);
     partial
 }
 

@@ -9,8 +9,15 @@
 
 use std::io::{ErrorKind, Read, Write};
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch};
 use arrow::buffer::Buffer;
-use arrow::ipc::reader::StreamDecoder;
+use arrow::datatypes::SchemaRef;
+use arrow::ipc::MessageHeader;
+use arrow::ipc::convert::try_fb_to_schema;
+use arrow::ipc::reader::{read_dictionary, read_record_batch};
 
 use crate::check::Validator;
 use crate::report::{ErrorEntry, Partial};
@@ -47,7 +54,7 @@ pub fn check_stream(
             unit: 1,
         })
     };
-    let mut decoder = StreamDecoder::new();
+    let mut decoder = Decoder::default();
     let mut row = 0u64;
     let mut index = 0usize;
     loop {
@@ -59,7 +66,7 @@ pub fn check_stream(
             Ok(Some(m)) => m,
             // Closing the stream after its schema ends it as well as the
             // end-of-stream marker does; before any schema it is no stream.
-            Ok(None) if decoder.schema().is_none() => {
+            Ok(None) if decoder.schema.is_none() => {
                 fail(&mut partial, ReadError::new("no Arrow IPC stream: the input is empty"));
                 break;
             }
@@ -70,8 +77,13 @@ pub fn check_stream(
             }
         };
         let end = message.is_end;
+        let (flat, body) = (message.flat, message.body);
         let bytes = Buffer::from_vec(message.bytes);
-        let decoded = guarded(|| Ok(decoder.decode(&mut bytes.clone())?));
+        let decoded = if end {
+            Ok(None)
+        } else {
+            guarded(|| decoder.decode(&bytes, flat, body))
+        };
         let batch = match decoded {
             Ok(b) => b,
             Err(e) => {
@@ -111,10 +123,74 @@ pub fn check_stream(
     StreamResult { partial, stopped }
 }
 
-/// One IPC message as read: its exact bytes (prefix, flatbuffer, body).
+/// One IPC message as read: its exact bytes (prefix, flatbuffer, body),
+/// with where the flatbuffer and the body start.
 struct Message {
     bytes: Vec<u8>,
+    flat: usize,
+    body: usize,
     is_end: bool,
+}
+
+/// Turns messages into batches: the schema, then dictionaries and record
+/// batches, each decoded from its own bytes as soon as it is read (a batch
+/// with an empty body included), so what is passed on has been checked.
+#[derive(Default)]
+struct Decoder {
+    schema: Option<SchemaRef>,
+    dictionaries: HashMap<i64, ArrayRef>,
+}
+
+impl Decoder {
+    /// Decodes the message in `bytes` (flatbuffer at `flat`, body at `body`):
+    /// `Some` batch for a record batch.
+    fn decode(&mut self, bytes: &Buffer, flat: usize, body: usize) -> Result<Option<RecordBatch>, ReadError> {
+        let message = parse(&bytes.as_slice()[flat..body])?;
+        let data = bytes.slice(body);
+        let version = message.version();
+        match message.header_type() {
+            MessageHeader::Schema => {
+                if self.schema.is_some() {
+                    return Err(ReadError::new("a second schema in one stream"));
+                }
+                let fb = message
+                    .header_as_schema()
+                    .ok_or_else(|| ReadError::new("a schema message without a schema"))?;
+                self.schema = Some(Arc::new(try_fb_to_schema(fb)?));
+                Ok(None)
+            }
+            MessageHeader::DictionaryBatch => {
+                let schema = self
+                    .schema
+                    .as_ref()
+                    .ok_or_else(|| ReadError::new("a dictionary before the schema"))?;
+                let batch = message
+                    .header_as_dictionary_batch()
+                    .ok_or_else(|| ReadError::new("a dictionary message without a dictionary"))?;
+                read_dictionary(&data, batch, schema, &mut self.dictionaries, &version)?;
+                Ok(None)
+            }
+            MessageHeader::RecordBatch => {
+                let schema = self
+                    .schema
+                    .clone()
+                    .ok_or_else(|| ReadError::new("a record batch before the schema"))?;
+                let batch = message
+                    .header_as_record_batch()
+                    .ok_or_else(|| ReadError::new("a record batch message without a batch"))?;
+                Ok(Some(read_record_batch(
+                    &data,
+                    batch,
+                    schema,
+                    &self.dictionaries,
+                    None,
+                    &version,
+                )?))
+            }
+            MessageHeader::NONE => Ok(None),
+            other => Err(ReadError::new(format!("unexpected {other:?} message in a stream"))),
+        }
+    }
 }
 
 /// Reads the next message; `None` at a clean end of input between messages.
@@ -131,7 +207,13 @@ fn next_message(input: &mut dyn Read) -> Result<Option<Message>, ReadError> {
         first
     };
     if len == 0 {
-        return Ok(Some(Message { bytes, is_end: true }));
+        let at = bytes.len();
+        return Ok(Some(Message {
+            bytes,
+            flat: at,
+            body: at,
+            is_end: true,
+        }));
     }
     let len = i32::try_from(len).map_err(|_| ReadError::new("negative message length"))?;
     read_exactly(input, &mut bytes, len as u64)?;
@@ -150,7 +232,12 @@ fn next_message(input: &mut dyn Read) -> Result<Option<Message>, ReadError> {
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| ReadError::new("a buffer lies outside its message body"))
     })?;
-    Ok(Some(Message { bytes, is_end: false }))
+    Ok(Some(Message {
+        bytes,
+        flat: flat_start,
+        body: body_start,
+        is_end: false,
+    }))
 }
 
 /// Reads a little-endian u32 onto `bytes`; `None` at end of input before it.

@@ -50,10 +50,11 @@ impl Partial {
             |own: &[String]| -> Vec<usize> { own.iter().map(|f| files.binary_search(f).unwrap_or_default()).collect() };
         let (mine, theirs) = (remap(&self.files), remap(&other.files));
         let keep = self.tally.max_examples.max(other.tally.max_examples);
-        self.tally.rows += other.tally.rows;
+        // Saturating: counts read from a hostile partial may not wrap to 0.
+        self.tally.rows = self.tally.rows.saturating_add(other.tally.rows);
         self.tally.max_examples = keep;
         for (a, b) in self.tally.checks.iter_mut().zip(other.tally.checks) {
-            a.violations += b.violations;
+            a.violations = a.violations.saturating_add(b.violations);
             a.evidence.merge(&b.evidence);
             let relabel = |ex: Example, map: &[usize]| Example {
                 file: map.get(ex.file).copied().unwrap_or_default(),
@@ -201,16 +202,13 @@ struct RawCheck {
     evidence: J,
 }
 
-/// Errors in (file, unit) order (no file first), each said once per file.
+/// Errors in (file, unit, message) order (no file first), each said once
+/// per file.
 fn ordered(mut errors: Vec<ErrorEntry>) -> Vec<ErrorEntry> {
-    errors.sort_by(|x, y| (&x.file, x.unit).cmp(&(&y.file, y.unit)));
-    let mut out: Vec<ErrorEntry> = Vec::with_capacity(errors.len());
-    for e in errors {
-        if !out.iter().any(|s| s.file == e.file && s.message == e.message) {
-            out.push(e);
-        }
-    }
-    out
+    errors.sort_by(|x, y| (&x.file, x.unit, &x.message).cmp(&(&y.file, y.unit, &y.message)));
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|e| seen.insert((e.file.clone(), e.message.clone())));
+    errors
 }
 
 /// The first `keep` examples of two (file, row)-ordered lists, in that order;

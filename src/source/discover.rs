@@ -80,11 +80,11 @@ pub fn discover(args: &[PathBuf]) -> (Vec<DataFile>, Vec<Error>) {
             }
         }
     }
+    // By the name reports show (byte-wise; for UTF-8 paths, the path's own
+    // bytes), so that partial results can merge by name.
     files.sort_by(|a, b| {
-        a.path
-            .as_os_str()
-            .as_encoded_bytes()
-            .cmp(b.path.as_os_str().as_encoded_bytes())
+        (a.display.as_bytes(), a.path.as_os_str().as_encoded_bytes())
+            .cmp(&(b.display.as_bytes(), b.path.as_os_str().as_encoded_bytes()))
     });
     files.dedup();
     (files, errors)

@@ -172,3 +172,21 @@ fn plan_lists_files_and_the_row_groups_of_large_ones() {
     let doc: serde_json::Value = serde_json::from_str(&none.stdout).expect("json");
     assert_eq!(doc["units"][0]["error"], "matched no data files");
 }
+
+#[test]
+fn a_unit_the_file_no_longer_has_is_an_error() {
+    let env = Env::new();
+    dataset(&env);
+    let validator = Validator::new(Schema::from_file(&env.path("s.yaml")).expect("schema"), 3);
+    let mut units = preflight::plan_paths(&[env.path("d/shard-1.parquet")], 1);
+    assert_eq!(units.len(), 6);
+    units[5].unit = Some(99);
+    let partial = preflight::scan::check_units(&validator, &units, &ScanOptions::default());
+    let report = partial.report(&validator);
+    assert_eq!(report.outcome().exit_code(), 2);
+    assert!(
+        report.errors[0].message.contains("unit 99 is not in the file"),
+        "{:?}",
+        report.errors
+    );
+}

@@ -299,3 +299,41 @@ fn junit_format_is_xml_with_a_case_per_check() {
     let error = cases[7].children().find(|n| n.has_tag_name("error")).expect("error");
     assert!(error.attribute("message").expect("message").len() > 5);
 }
+
+#[test]
+fn batches_with_empty_bodies_are_checked_before_they_are_passed_on() {
+    // An empty batch (no body) used to be decoded only when the next message
+    // arrived, so the batch after it slipped through unchecked.
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 2}\n");
+    env.python(
+        "s = pa.schema([('label', pa.int64())])\n\
+         with pa.OSFile('e.arrows', 'wb') as f, pa.ipc.new_stream(f, s) as w:\n\
+         \x20   for v in [[], [0, 7, 99], [1]]: w.write_batch(pa.record_batch([pa.array(v, pa.int64())], schema=s))\n\
+         n = pa.schema([('label', pa.null())])\n\
+         f = pa.OSFile('nulls.arrows', 'wb')\n\
+         w = pa.ipc.new_stream(f, n)\n\
+         w.write_batch(pa.record_batch([pa.nulls(5)], schema=n))\n\
+         f.close()",
+    );
+    let stream = std::fs::read(env.path("e.arrows")).expect("read");
+    let (code, out, err) = env.run_piped(&["check", "-s", "s.yaml", "--format", "json", "-"], &stream);
+    assert_eq!(code, 1, "{err}");
+    let report: Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(report["rows"], 4);
+    let (n, ex) = hits(&report, "label", "class");
+    assert_eq!(n, 2);
+    assert_eq!(ex.iter().map(|e| e.1).collect::<Vec<_>>(), vec![1, 2]);
+    // Pass-through stops before the bad batch: downstream sees no rows.
+    let (code, out, _) = env.run_piped(&["check", "-s", "s.yaml", "--pass-through", "-"], &stream);
+    assert_eq!(code, 1);
+    std::fs::write(env.path("out.arrows"), &out).expect("write");
+    env.python("assert pa.ipc.open_stream(pa.OSFile('out.arrows')).read_all().num_rows == 0");
+    // A batch of a null-typed column, in a stream closed without its end marker.
+    let nulls = std::fs::read(env.path("nulls.arrows")).expect("read");
+    let (code, out, err) = env.run_piped(&["check", "-s", "s.yaml", "--format", "json", "-"], &nulls);
+    assert_eq!(code, 1, "{err}");
+    let report: Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(report["rows"], 5);
+    assert_eq!(hits(&report, "label", "null").0, 5);
+}
