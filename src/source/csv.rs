@@ -411,10 +411,8 @@ impl Fast {
                 }
                 field += 1;
             }
-            for missing in field..width {
-                if let Some(b) = wanted[missing] {
-                    builders[b].push_null();
-                }
+            for b in wanted[field..].iter().flatten() {
+                builders[*b].push_null();
             }
             row += 1;
             rows += 1;
