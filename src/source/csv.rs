@@ -422,12 +422,26 @@ impl Fast {
                 first_row = row;
                 rows = 0;
                 bytes = 0;
+                self.release(chunk.start, pos.min(body.len()));
             }
         }
         if rows > 0 {
             sink(textcol::take_batch(names, &mut builders, rows, first_row)?)?;
         }
+        self.release(chunk.start, body.len());
         Ok(())
+    }
+
+    /// Lets the kernel drop the mapped pages of bytes already read (the
+    /// batches hold copies), so the process's resident memory stays at the
+    /// batches in flight rather than growing to the file's size.
+    fn release(&self, start: usize, len: usize) {
+        // SAFETY: the map is read-only and file-backed: dropped pages are
+        // read again from the file if touched, nothing can be lost.
+        let _ = unsafe {
+            self.data
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len)
+        };
     }
 }
 
