@@ -147,10 +147,12 @@ fn check(a: CheckArgs) -> ExitCode {
         usage("`-` reads one Arrow IPC stream from stdin and cannot be combined with other paths")
     } else if a.pass_through && !stdin {
         usage("--pass-through needs `-` (an Arrow IPC stream on stdin) as the only path")
-    } else if stdin {
-        check_stdin(&schema, a.max_examples, a.pass_through)
     } else if a.partial && a.format != Format::Json {
         usage("--partial needs --format json")
+    } else if stdin {
+        let (report, state) = check_stdin(&schema, a.max_examples, a.pass_through, a.partial);
+        mergeable = state;
+        report
     } else {
         let plan = Plan {
             schema,
@@ -199,25 +201,45 @@ fn check(a: CheckArgs) -> ExitCode {
     ExitCode::from(report.outcome().exit_code())
 }
 
-fn check_stdin(schema: &std::path::Path, max_examples: usize, pass_through: bool) -> Report {
+/// Checks the stream on stdin; with `partial`, also its mergeable state.
+fn check_stdin(
+    schema: &std::path::Path,
+    max_examples: usize,
+    pass_through: bool,
+    partial: bool,
+) -> (Report, Option<serde_json::Value>) {
     let schema = match Schema::from_file(schema) {
         Ok(s) => s,
-        Err(e) => return Report::failed(vec![ErrorEntry::from(&e)]),
+        Err(e) => return (Report::failed(vec![ErrorEntry::from(&e)]), None),
     };
     let validator = Validator::new(schema, max_examples);
     let mut input = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     let pass: Option<&mut dyn Write> = if pass_through { Some(&mut stdout) } else { None };
     let result = preflight::stream::check_stream(&validator, "<stdin>", &mut input, pass);
+    let state = partial.then(|| result.partial.to_json(&validator));
     let mut report = result.partial.report(&validator);
     report.warnings.extend(result.stopped);
-    report
+    (report, state)
 }
 
 /// `preflight merge`: partial reports into the report of the whole.
 fn merge(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> ExitCode {
     let fail = |message: String| {
         eprintln!("error: {message}");
+        // Machine formats still get their one document.
+        let failed = Report::failed(vec![ErrorEntry {
+            file: None,
+            message,
+            unit: 0,
+        }]);
+        let text = match format {
+            Format::Human => String::new(),
+            Format::Json => json::render(&failed),
+            Format::Github => github::render(&failed),
+            Format::Junit => junit::render(&failed),
+        };
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
         ExitCode::from(2)
     };
     let mut merged: Option<(preflight::Partial, Validator, serde_json::Value)> = None;

@@ -197,13 +197,18 @@ def _column(values: Any) -> Any:
     if isinstance(values, np.ndarray):
         if values.dtype.kind == "O":
             return pa.array(list(values))
-        if values.ndim == 0:
-            values = values.reshape(1)
-        if values.ndim == 1:
-            return pa.array(values)
-        width = int(np.prod(values.shape[1:]))
-        flat = np.ascontiguousarray(values).reshape(-1)
-        return pa.FixedSizeListArray.from_arrays(pa.array(flat), width)
+        # A masked array's masked elements are nulls (checked by `null`).
+        mask = np.ma.getmaskarray(values) if np.ma.isMaskedArray(values) else None
+        data = np.ma.getdata(values)
+        if data.ndim == 0:
+            data = data.reshape(1)
+            mask = None if mask is None else mask.reshape(1)
+        if data.ndim == 1:
+            return pa.array(data, mask=mask)
+        width = int(np.prod(data.shape[1:]))
+        flat = np.ascontiguousarray(data).reshape(-1)
+        flat_mask = None if mask is None else np.ascontiguousarray(mask).reshape(-1)
+        return pa.FixedSizeListArray.from_arrays(pa.array(flat, mask=flat_mask), width)
     return pa.array(list(values))
 
 

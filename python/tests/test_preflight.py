@@ -203,3 +203,13 @@ def test_schema_errors_and_unknown_objects():
         preflight.Validator("/nonexistent/preflight.yaml")
     with pytest.raises(TypeError, match="expected a pyarrow RecordBatch"):
         preflight.Validator(SCHEMA).check(42)
+
+
+def test_masked_numpy_elements_are_nulls():
+    v = preflight.Validator({"columns": {"y": {"kind": "class", "num_classes": 10}}})
+    y = np.ma.masked_array(np.arange(6) % 10, mask=[0, 1, 0, 0, 1, 0])
+    assert hits(v.check({"y": y}), "y", "null") == (2, [("<batch>", 1, None), ("<batch>", 4, None)])
+    ids = np.ma.masked_array(np.zeros((3, 4), dtype=np.int64))
+    ids[2, 3] = np.ma.masked
+    v2 = preflight.Validator({"columns": {"ids": {"kind": "index", "size": 5}}})
+    assert hits(v2.check({"ids": ids}), "ids", "null") == (1, [("<batch>", 2, None)])

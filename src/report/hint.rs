@@ -56,12 +56,19 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
             if e.saw_minus_one {
                 return Some("-1 is often used as a padding id, but embedding lookups reject negative ids: pad with the tokenizer's pad_token_id".into());
             }
+            // "Just above": within what added tokens plausibly are (1% of the
+            // vocabulary, at least 1,024), but never past half a small one.
             if let (Some(lo), Some(hi)) = (e.bad_min, e.bad_max)
                 && lo >= *size
-                && hi < size + (size / 100).max(1024)
+                && hi < size + (size / 100).max(1024).min((size / 2).max(1))
             {
+                let ids = if lo == hi {
+                    format!("id {lo} is")
+                } else {
+                    format!("ids {lo}..={hi} are")
+                };
                 return Some(format!(
-                    "ids {lo}..={hi} are just above the size {size}: tokens were added to the tokenizer without resizing the embedding matrix (model.resize_token_embeddings(len(tokenizer)))"
+                    "{ids} just above the size {size}: tokens were added to the tokenizer without resizing the embedding matrix (model.resize_token_embeddings(len(tokenizer)))"
                 ));
             }
             if let Some(hi) = e.bad_max
@@ -83,5 +90,33 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
         (Rule::NotInteger, _) => Some("non-numbers (NaN, infinities or text) where whole numbers belong: a missing value turned into NaN, or a label column holding names (use `classes:`)".into()),
         (Rule::Null, _) => Some("missing values in a column without `nullable: true`: fill or drop those rows".into()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Schema;
+
+    fn index_hint(size: u32, bad: &[i128]) -> Option<String> {
+        let yaml = format!("columns:\n  ids: {{kind: index, size: {size}}}\n");
+        let schema = Schema::from_yaml(&yaml, "t.yaml".as_ref()).unwrap();
+        let mut t = CheckTally::default();
+        for &v in bad {
+            t.evidence.bad_whole(v);
+            t.violations += 1;
+        }
+        hint(&schema.columns[0], Rule::Index, &t)
+    }
+
+    #[test]
+    fn ids_just_above_or_far_above_the_size() {
+        let h = index_hint(30522, &[30522, 30524]).unwrap();
+        assert!(h.starts_with("ids 30522..=30524 are just above the size 30522"), "{h}");
+        let h = index_hint(1000, &[1000]).unwrap();
+        assert!(h.starts_with("id 1000 is just above the size 1000"), "{h}");
+        // Twice a small vocabulary is another tokenizer, not added tokens.
+        let h = index_hint(1000, &[2000]).unwrap();
+        assert!(h.starts_with("ids reach 2000, far above size 1000"), "{h}");
     }
 }

@@ -190,3 +190,39 @@ fn a_unit_the_file_no_longer_has_is_an_error() {
         report.errors
     );
 }
+
+#[test]
+fn stdin_partials_merge_and_merge_failures_still_print_a_document() {
+    let env = Env::new();
+    dataset(&env);
+    env.python(
+        "t = pq.read_table('d/shard-1.parquet')\n\
+         with pa.OSFile('one.arrows', 'wb') as f, pa.ipc.new_stream(f, t.schema) as w: w.write_table(t)",
+    );
+    let stream = std::fs::read(env.path("one.arrows")).expect("read");
+    let (code, out, err) = env.run_piped(
+        &["check", "-s", "s.yaml", "--format", "json", "--partial", "-"],
+        &stream,
+    );
+    assert_eq!(code, 1, "{err}");
+    env.write("stdin.json", &String::from_utf8(out).expect("utf-8"));
+    let file = env.run(&["check", "-s", "s.yaml", "--format", "json", "--partial", "d/clean"]);
+    env.write("clean.json", &file.stdout);
+    let merged = env.run(&["merge", "stdin.json", "clean.json", "--format", "json"]);
+    assert_eq!(merged.code, 1, "{}", merged.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&merged.stdout).expect("json");
+    assert_eq!(doc["files"], 7, "<stdin> and six clean shards");
+    assert_eq!(doc["violations"], 3, "two labels and one id of shard-1");
+    // A merge that cannot be done still prints one JSON document.
+    env.write("bogus.json", "{\"ok\": true}");
+    let r = env.run(&["merge", "bogus.json", "--format", "json"]);
+    assert_eq!(r.code, 2);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    assert_eq!(doc["ok"], false);
+    assert!(
+        doc["errors"][0]["message"]
+            .as_str()
+            .expect("m")
+            .contains("no `partial` key")
+    );
+}
