@@ -84,9 +84,7 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
     let (validator, files, discover_errors) = prepare(plan)?;
     let mut partial = scan::scan(&validator, &files, &plan.scan);
     // Errors of paths that matched nothing join the scan's, in file order.
-    let mut found = validator.partial();
-    found.errors = discover_errors;
-    partial.merge(found);
+    partial.add_errors(discover_errors);
     Ok((validator, partial))
 }
 

@@ -5,7 +5,7 @@ mod cli;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 
@@ -178,12 +178,7 @@ fn check(a: CheckArgs) -> ExitCode {
         eprintln!("preflight: interrupted");
         return ExitCode::from(INTERRUPTED);
     }
-    let text = match a.format {
-        Format::Human => human::render(&report, Some(started.elapsed())),
-        Format::Json => json::render_with(&report, mergeable),
-        Format::Github => github::render(&report),
-        Format::Junit => junit::render(&report),
-    };
+    let text = render(&report, a.format, mergeable, Some(started.elapsed()));
     // Machine formats on stdout: errors also go to stderr, for whoever watches.
     if a.format != Format::Human && !passing {
         for e in &report.errors {
@@ -225,80 +220,58 @@ fn check_stdin(
 
 /// `preflight merge`: partial reports into the report of the whole.
 fn merge(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> ExitCode {
-    let fail = |message: String| {
-        eprintln!("error: {message}");
-        // Machine formats still get their one document.
-        let failed = Report::failed(vec![ErrorEntry {
-            file: None,
-            message,
-            unit: 0,
-        }]);
-        let text = match format {
-            Format::Human => String::new(),
-            Format::Json => json::render(&failed),
-            Format::Github => github::render(&failed),
-            Format::Junit => junit::render(&failed),
-        };
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
-        ExitCode::from(2)
-    };
-    let mut merged: Option<(preflight::Partial, Validator, serde_json::Value)> = None;
+    let mut docs = Vec::with_capacity(paths.len());
     for path in paths {
+        let shown = path.display().to_string();
         let text = if path.as_os_str() == "-" {
             let mut s = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
         } else {
             std::fs::read_to_string(path)
         };
-        let shown = path.display();
-        let text = match text {
-            Ok(t) => t,
-            Err(e) => return fail(format!("{shown}: {e}")),
-        };
-        let doc: serde_json::Value = match serde_json::from_str(&text) {
-            Ok(d) => d,
-            Err(e) => return fail(format!("{shown}: not JSON: {e}")),
-        };
-        let Some(state) = doc.get("partial") else {
-            return fail(format!(
-                "{shown}: no `partial` key: write the reports with `check --format json --partial`"
-            ));
-        };
-        let (partial, validator) = match preflight::Partial::from_json(state) {
-            Ok(p) => p,
-            Err(e) => return fail(format!("{shown}: {e}")),
-        };
-        // Reports of different schemas do not merge.
-        let identity = serde_json::json!([
-            state["schema"],
-            state["warnings"],
-            state["sources"],
-            state["max_examples"]
-        ]);
-        merged = Some(match merged {
-            None => (partial, validator, identity),
-            Some((mut acc, v, id)) => {
-                if id != identity {
-                    return fail(format!(
-                        "{shown}: written with another schema or --max-examples than the first report"
-                    ));
-                }
-                acc.merge(partial);
-                (acc, v, id)
-            }
-        });
+        let doc = text
+            .map_err(|e| format!("{shown}: {e}"))
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{shown}: not JSON: {e}")));
+        match doc {
+            Ok(doc) => docs.push((shown, doc)),
+            Err(message) => return merge_failed(message, format),
+        }
     }
-    let Some((partial, validator, _)) = merged else {
-        return fail("no reports to merge".into());
+    let (partial, validator) = match preflight::Partial::merge_reports(&docs) {
+        Ok(merged) => merged,
+        Err(message) => return merge_failed(message, format),
     };
     let state = keep_partial.then(|| partial.to_json(&validator));
     let report = partial.report(&validator);
-    let text = match format {
-        Format::Human => human::render(&report, None),
-        Format::Json => json::render_with(&report, state),
-        Format::Github => github::render(&report),
-        Format::Junit => junit::render(&report),
-    };
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(render(&report, format, state, None).as_bytes());
     ExitCode::from(report.outcome().exit_code())
+}
+
+/// A merge that cannot be done: the message on stderr, and for machine
+/// formats still their one document on stdout.
+fn merge_failed(message: String, format: Format) -> ExitCode {
+    eprintln!("error: {message}");
+    if format != Format::Human {
+        let failed = Report::failed(vec![ErrorEntry {
+            file: None,
+            message,
+            unit: 0,
+        }]);
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(render(&failed, format, None, None).as_bytes());
+    }
+    ExitCode::from(2)
+}
+
+/// The report in `format`; `state` is the JSON report's `partial` key.
+fn render(report: &Report, format: Format, state: Option<serde_json::Value>, elapsed: Option<Duration>) -> String {
+    match format {
+        Format::Human => human::render(report, elapsed),
+        Format::Json => json::render_with(report, state),
+        Format::Github => github::render(report),
+        Format::Junit => junit::render(report),
+    }
 }

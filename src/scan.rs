@@ -118,10 +118,7 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
     }
     // A type problem repeats in every unit: said once per file, in order.
     let errors = std::mem::take(&mut partial.errors);
-    let checks = partial.tally.checks.len();
-    let mut found = Partial::empty(checks, partial.tally.max_examples);
-    found.errors = errors;
-    partial.merge(found);
+    partial.add_errors(errors);
     partial
 }
 
@@ -179,10 +176,10 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64) -> Vec<WorkUnit> {
 pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) -> Partial {
     let mut files: Vec<DataFile> = Vec::new();
     let mut only: Vec<Option<Vec<usize>>> = Vec::new();
-    let mut unmatched = validator.partial();
+    let mut unmatched = Vec::new();
     for u in units {
         if let Some(message) = &u.error {
-            unmatched.errors.push(ErrorEntry {
+            unmatched.push(ErrorEntry {
                 file: Some(u.file.clone()),
                 message: message.clone(),
                 unit: 0,
@@ -212,7 +209,7 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
     let files: Vec<DataFile> = order.iter().map(|&i| files[i].clone()).collect();
     let only: Vec<Option<Vec<usize>>> = order.iter().map(|&i| only[i].clone()).collect();
     let mut partial = scan_selected(validator, &files, &only, opts);
-    partial.merge(unmatched);
+    partial.add_errors(unmatched);
     partial
 }
 

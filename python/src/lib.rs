@@ -61,16 +61,7 @@ impl Validator {
     fn check(&self, py: Python<'_>, data: &Bound<'_, PyAny>, source: &str, first_row: u64) -> PyResult<Outcome> {
         let batches = batches(data)?;
         let validator = &self.inner;
-        let report = py.detach(|| {
-            let mut partial: Partial = validator.partial();
-            partial.files.push(source.to_string());
-            let mut row = first_row;
-            for batch in &batches {
-                partial.merge(validator.check(source, row, batch));
-                row += batch.num_rows() as u64;
-            }
-            partial.report(validator)
-        });
+        let report = py.detach(|| validator.check_batches(source, first_row, &batches).report(validator));
         Ok(Outcome {
             json: json::render(&report),
             human: human::render(&report, None),
@@ -84,16 +75,7 @@ impl Validator {
     fn check_partial(&self, py: Python<'_>, data: &Bound<'_, PyAny>, source: &str, first_row: u64) -> PyResult<String> {
         let batches = batches(data)?;
         let validator = &self.inner;
-        Ok(py.detach(|| {
-            let mut partial: Partial = validator.partial();
-            partial.files.push(source.to_string());
-            let mut row = first_row;
-            for batch in &batches {
-                partial.merge(validator.check(source, row, batch));
-                row += batch.num_rows() as u64;
-            }
-            partial_report(validator, partial)
-        }))
+        Ok(py.detach(|| partial_report(validator, validator.check_batches(source, first_row, &batches))))
     }
 
     /// Checks work units (a JSON list, as `plan` gives them) and returns the
@@ -174,36 +156,16 @@ fn plan(py: Python<'_>, paths: Vec<String>, schema_path: Option<String>, split_b
 #[pyfunction]
 fn merge(py: Python<'_>, reports: Vec<String>) -> PyResult<Merged> {
     py.detach(|| {
-        let mut merged: Option<(Partial, preflight::Validator, String)> = None;
-        for (i, text) in reports.iter().enumerate() {
-            let doc: serde_json::Value =
-                serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("report {i}: not JSON: {e}")))?;
-            let state = doc
-                .get("partial")
-                .ok_or_else(|| PyValueError::new_err(format!("report {i}: no `partial` key")))?;
-            let identity = serde_json::json!([
-                state["schema"],
-                state["warnings"],
-                state["sources"],
-                state["max_examples"]
-            ])
-            .to_string();
-            let (partial, validator) =
-                Partial::from_json(state).map_err(|e| PyValueError::new_err(format!("report {i}: {e}")))?;
-            merged = Some(match merged {
-                None => (partial, validator, identity),
-                Some((mut acc, v, id)) => {
-                    if id != identity {
-                        return Err(PyValueError::new_err(format!(
-                            "report {i} was written with another schema or max_examples than report 0"
-                        )));
-                    }
-                    acc.merge(partial);
-                    (acc, v, id)
-                }
-            });
-        }
-        let (partial, validator, _) = merged.ok_or_else(|| PyValueError::new_err("no reports to merge"))?;
+        let docs = reports
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                serde_json::from_str(text)
+                    .map(|doc| (format!("report {i}"), doc))
+                    .map_err(|e| PyValueError::new_err(format!("report {i}: not JSON: {e}")))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let (partial, validator) = Partial::merge_reports(&docs).map_err(PyValueError::new_err)?;
         let state = partial.to_json(&validator);
         let report = partial.report(&validator);
         Ok(Merged {

@@ -382,6 +382,25 @@ impl Validator {
         partial
     }
 
+    /// [`Validator::check`] over consecutive batches of one source, the
+    /// first starting at row `first_row`. The source counts as a file even
+    /// when it holds no batch.
+    pub fn check_batches<'a>(
+        &self,
+        file: &str,
+        first_row: u64,
+        batches: impl IntoIterator<Item = &'a RecordBatch>,
+    ) -> Partial {
+        let mut partial = self.partial();
+        partial.files.push(file.to_string());
+        let mut row = first_row;
+        for batch in batches {
+            partial.merge(self.check(file, row, batch));
+            row += batch.num_rows() as u64;
+        }
+        partial
+    }
+
     /// An empty partial result to merge others into.
     pub fn partial(&self) -> Partial {
         Partial::empty(self.plan.len(), self.max_examples)

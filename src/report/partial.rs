@@ -68,8 +68,48 @@ impl Partial {
             a.examples = merge_first(left, right, keep);
         }
         self.files = files;
-        self.errors.extend(other.errors);
+        self.add_errors(other.errors);
+    }
+
+    /// Adds errors, keeping them in (file, unit, message) order and each
+    /// said once per file.
+    pub fn add_errors(&mut self, errors: impl IntoIterator<Item = ErrorEntry>) {
+        self.errors.extend(errors);
         self.errors = ordered(std::mem::take(&mut self.errors));
+    }
+
+    /// Merges the `partial` states of reports written with `--partial`,
+    /// each named for messages, into one partial with its schema's
+    /// validator. Reports of another schema or `max_examples` than the
+    /// first are refused.
+    pub fn merge_reports(reports: &[(String, J)]) -> Result<(Partial, Validator), String> {
+        let mut merged: Option<(Partial, Validator, J)> = None;
+        for (name, doc) in reports {
+            let state = doc.get("partial").ok_or_else(|| {
+                format!("{name}: no `partial` key: write the reports with `check --format json --partial`")
+            })?;
+            let (partial, validator) = Partial::from_json(state).map_err(|e| format!("{name}: {e}"))?;
+            let identity = json!([
+                state["schema"],
+                state["warnings"],
+                state["sources"],
+                state["max_examples"]
+            ]);
+            match &mut merged {
+                None => merged = Some((partial, validator, identity)),
+                Some((acc, _, first)) => {
+                    if *first != identity {
+                        return Err(format!(
+                            "{name}: written with another schema or max_examples than the first report"
+                        ));
+                    }
+                    acc.merge(partial);
+                }
+            }
+        }
+        merged
+            .map(|(p, v, _)| (p, v))
+            .ok_or_else(|| "no reports to merge".to_string())
     }
 
     /// The report of the data this partial covers.

@@ -452,18 +452,14 @@ impl Fast {
                 first_row = row;
                 rows = 0;
                 bytes = 0;
-                self.release(chunk.start, line_start.min(body.len()));
+                release(&self.data, chunk.start, line_start.min(body.len()));
             }
         }
         if rows > 0 {
             sink(textcol::take_batch(names, &mut builders, rows, first_row)?)?;
         }
-        self.release(chunk.start, body.len());
+        release(&self.data, chunk.start, body.len());
         Ok(())
-    }
-
-    fn release(&self, start: usize, len: usize) {
-        release(&self.data, start, len);
     }
 }
 
