@@ -266,6 +266,9 @@ fn check_unit(
     // Columns that the file's statistics prove valid are not decoded.
     let mut projection = Vec::with_capacity(o.projection.len());
     let mut positions = vec![None; o.positions.len()];
+    // Columns whose values are proven but whose row shapes a length rule needs.
+    let mut shaped = vec![false; o.positions.len()];
+    let mut shapes = Vec::with_capacity(o.projection.len());
     let mut unit_rows = None;
     for (ci, pos) in o.positions.iter().enumerate() {
         let Some(p) = *pos else { continue };
@@ -279,7 +282,13 @@ fn check_unit(
                 validator.note_proven(ci, &s, &mut tally);
                 unit_rows = Some(s.rows);
             }
-            _ => {
+            stats => {
+                let shape = stats.is_some_and(|s| validator.shape_suffices(ci, &s));
+                if let Some(s) = stats.filter(|_| shape) {
+                    validator.note_proven(ci, &s, &mut tally);
+                }
+                shaped[ci] = shape;
+                shapes.push(shape);
                 positions[ci] = Some(projection.len());
                 projection.push(o.projection[p]);
             }
@@ -292,12 +301,13 @@ fn check_unit(
         return (tally, errors);
     }
     let result = source::guarded(|| {
-        o.source.read(unit, &projection, &mut |batch| {
+        o.source.read_shapes(unit, &projection, &shapes, &mut |batch| {
             let columns: Vec<Option<ArrayRef>> = positions
                 .iter()
                 .map(|p| p.map(|p| batch.batch.column(p).clone()))
                 .collect();
-            for e in validator.check_columns(&columns, batch.batch.num_rows(), fi, batch.first_row, &mut tally) {
+            let rows = batch.batch.num_rows();
+            for e in validator.check_columns_shaped(&columns, &shaped, rows, fi, batch.first_row, &mut tally) {
                 let err = Error::ColumnType {
                     path: file.display.clone(),
                     column: e.column,

@@ -40,5 +40,8 @@ fuzz_target!(|data: &[u8]| {
         for c in 0..names.len() {
             let _ = src.unit_stats(unit, c);
         }
+        // Every column as a shape (list lengths from Parquet page levels).
+        let shapes = vec![true; projection.len()];
+        let _ = source::guarded(|| src.read_shapes(unit, &projection, &shapes, &mut |_| Ok(())));
     }
 });

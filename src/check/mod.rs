@@ -312,6 +312,21 @@ impl Validator {
         first_row: u64,
         tally: &mut Tally,
     ) -> Vec<TypeError> {
+        self.check_columns_shaped(columns, &[], rows, file, first_row, tally)
+    }
+
+    /// [`Validator::check_columns`] where the columns flagged in `shaped`
+    /// have values that statistics proved valid: only their length rules
+    /// are checked, so their arrays may be shapes (list arrays of nulls).
+    pub(crate) fn check_columns_shaped(
+        &self,
+        columns: &[Option<ArrayRef>],
+        shaped: &[bool],
+        rows: usize,
+        file: usize,
+        first_row: u64,
+        tally: &mut Tally,
+    ) -> Vec<TypeError> {
         tally.rows += rows as u64;
         let mut errors = Vec::new();
         let at = Place { file, first_row };
@@ -319,14 +334,18 @@ impl Validator {
             let Some(array) = columns.get(ci).and_then(|a| a.as_ref()) else {
                 continue;
             };
-            let mut result = leaf::check_values(
-                col,
-                array.as_ref(),
-                0..array.len(),
-                &|p| first_row + p as u64,
-                at,
-                tally,
-            );
+            let mut result = if shaped.get(ci) == Some(&true) {
+                Ok(())
+            } else {
+                leaf::check_values(
+                    col,
+                    array.as_ref(),
+                    0..array.len(),
+                    &|p| first_row + p as u64,
+                    at,
+                    tally,
+                )
+            };
             if result.is_ok() && col.spec.has_length_rules() {
                 let other = col
                     .spec
@@ -414,6 +433,19 @@ impl Validator {
         if col.spec.has_length_rules() || self.columns.iter().any(|c| c.spec.same_length_as == Some(ci)) {
             return false;
         }
+        self.values_proven(ci, stats)
+    }
+
+    /// Whether statistics prove the values of a list column valid in a unit
+    /// so that its row shapes (nulls and lengths, not values) finish the
+    /// check. A `pad_id` makes lengths depend on values.
+    pub fn shape_suffices(&self, ci: usize, stats: &crate::source::UnitStats) -> bool {
+        stats.repeated && self.columns[ci].spec.pad_id.is_none() && self.values_proven(ci, stats)
+    }
+
+    /// Whether statistics prove every value rule of column `ci` in a unit.
+    fn values_proven(&self, ci: usize, stats: &crate::source::UnitStats) -> bool {
+        let col = &self.columns[ci];
         let Some(iv) = col.interval else { return false };
         let in_range = iv.lo <= stats.min && stats.max <= iv.hi;
         // Nulls are violations unless allowed; in a list column the null

@@ -54,6 +54,22 @@ pub trait Source: Send + Sync {
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError>;
 
+    /// Like [`Source::read`], except that the projected columns flagged in
+    /// `shapes` may come back as their shape alone: a list array with the
+    /// exact row nulls and lengths, whose elements are nulls. The caller asks
+    /// for this for list columns whose values it already knows are valid.
+    /// Formats that cannot read a shape cheaply read the values.
+    fn read_shapes(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let _ = shapes;
+        self.read(unit, projection, sink)
+    }
+
     /// Column statistics for a unit, when the format stores them (Parquet).
     /// `None` means "unknown": the unit must be read.
     fn unit_stats(&self, _unit: usize, _column: usize) -> Option<UnitStats> {

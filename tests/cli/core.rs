@@ -670,6 +670,74 @@ pq.write_table(t, 'dict.parquet', row_group_size=3000, use_dictionary=True)
     }
 }
 
+// Length rules on list columns whose values the statistics prove are read
+// from the pages' levels, not the values: the report must be the full scan's,
+// for every writer, codec and page version, with exact rows.
+#[test]
+fn length_rules_from_page_levels_agree_with_full_scan() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  ids: {kind: index, size: 30522, max_length: 16, min_length: 2, nullable: true}\n  tt: {kind: index, size: 2, same_length_as: ids, nullable: true}\n",
+    );
+    env.python(
+        r#"
+import polars as pl, duckdb
+rng = np.random.default_rng(11)
+n = 30000
+ids = [[int(x) for x in rng.integers(0, 30522, int(rng.integers(2, 17)))] for _ in range(n)]
+for r in (7, 12345, 29999): ids[r] = [5] * 17
+for r in (100, 20000): ids[r] = [5]
+ids[555] = []
+for r in (50, 25000): ids[r] = None
+ids[9000][1] = None
+ids[22222][0] = 30522
+tt = [None if r is None else [0] * len(r) for r in ids]
+for r in (777, 15000): tt[r] = tt[r] + [1]
+t = pa.table({'ids': pa.array(ids, pa.list_(pa.int32())), 'tt': pa.array(tt, pa.large_list(pa.int8()))})
+os.mkdir('w')
+for codec, v, dic in [('zstd', '1.0', True), ('snappy', '2.0', False), ('gzip', '1.0', False), ('none', '2.0', True), ('lz4', '1.0', True)]:
+    pq.write_table(t, f'w/pa_{codec}.parquet', compression=codec, data_page_version=v, use_dictionary=dic,
+                   data_page_size=4096, row_group_size=7000)
+pl.from_arrow(t).write_parquet('w/polars.parquet', row_group_size=5000, data_page_size=8192)
+con = duckdb.connect(); con.register('t', t)
+con.execute("COPY t TO 'w/duckdb_v1.parquet' (FORMAT parquet, ROW_GROUP_SIZE 4096, PARQUET_VERSION V1)")
+con.execute("COPY t TO 'w/duckdb_v2.parquet' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 4096, PARQUET_VERSION V2)")
+"#,
+    );
+    let files = [
+        "w/pa_zstd.parquet",
+        "w/pa_snappy.parquet",
+        "w/pa_gzip.parquet",
+        "w/pa_none.parquet",
+        "w/pa_lz4.parquet",
+        "w/polars.parquet",
+        "w/duckdb_v1.parquet",
+        "w/duckdb_v2.parquet",
+    ];
+    for f in files {
+        let fast = env.run(&["check", "--format", "json", "-s", "s.yaml", f]);
+        let full = env.run(&["check", "--format", "json", "-s", "s.yaml", f, "--full-scan"]);
+        assert_eq!(fast.code, 1, "{f}: {}", fast.stderr);
+        assert_eq!(fast.stdout, full.stdout, "{f}: levels and a full scan disagree");
+        let r = fast.json();
+        assert_eq!(r["rows"], 30000, "{f}");
+        assert_eq!(hits(&r, "ids", "max_length").0, 3, "{f}");
+        assert_eq!(rows(&r, "ids", "max_length"), vec![7, 12345, 29999], "{f}");
+        assert_eq!(rows(&r, "ids", "min_length"), vec![100, 555, 20000], "{f}");
+        assert_eq!(rows(&r, "tt", "same_length_as"), vec![777, 15000], "{f}");
+        assert_eq!(rows(&r, "ids", "index"), vec![22222], "{f}");
+        assert_eq!(r["violations"], 9, "{f}");
+    }
+    // All files in one run, in parallel and on one thread: the same report.
+    let mut args = vec!["check", "--format", "json", "-s", "s.yaml"];
+    args.extend(files);
+    let many = env.run(&args);
+    args.extend(["--jobs", "1", "--full-scan"]);
+    assert_eq!(many.stdout, env.run(&args).stdout);
+    assert_eq!(many.json()["violations"], 72);
+}
+
 // Found in review: statistics must never prove a column that a length rule
 // compares with, nor values that are not plain integers.
 #[test]

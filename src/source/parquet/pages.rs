@@ -1,0 +1,690 @@
+//! The pages of one column chunk, walked for their levels only.
+//!
+//! A length rule on a list column whose values the row group's statistics
+//! already prove needs each row's length and nothing else, and in Parquet the
+//! lengths live in the repetition and definition levels at the front of each
+//! data page. The parquet crate's page reader decompresses whole pages (and
+//! keeps its page-header decoder private), so this module reads the page
+//! headers itself (Thrift compact protocol) and decompresses a data page
+//! only as far as its levels reach: with zstd or gzip that is the first
+//! block of the page, not the values behind it.
+//!
+//! Everything read here comes from the file and is checked before use: page
+//! sizes against the column chunk, level lengths against the page, header
+//! nesting against a depth limit.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::os::unix::fs::FileExt;
+
+use parquet::basic::Compression;
+
+use crate::source::ReadError;
+
+/// Parquet's level encodings.
+const RLE: i32 = 3;
+const BIT_PACKED: i32 = 4;
+
+/// Page headers longer than this are corrupt (they hold a few integers and,
+/// at most, statistics).
+const MAX_HEADER: usize = 16 << 20;
+
+/// The codecs whose pages this module can open.
+pub(super) fn supported(codec: Compression) -> bool {
+    matches!(
+        codec,
+        Compression::UNCOMPRESSED
+            | Compression::SNAPPY
+            | Compression::GZIP(_)
+            | Compression::ZSTD(_)
+            | Compression::LZ4_RAW
+    )
+}
+
+/// How a page's level run of one kind is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LevelEncoding {
+    /// The RLE / bit-packing hybrid.
+    Rle,
+    /// The deprecated bit-packed encoding (most significant bit first).
+    BitPacked,
+}
+
+/// The levels of one data page, as stored.
+#[derive(Debug)]
+pub(super) struct PageLevels<'a> {
+    /// Levels (slots) in the page.
+    pub values: usize,
+    pub rep: &'a [u8],
+    pub rep_encoding: LevelEncoding,
+    pub def: &'a [u8],
+    pub def_encoding: LevelEncoding,
+}
+
+/// Walks the data pages of one column chunk.
+pub(super) struct PageWalker<'f> {
+    file: &'f File,
+    pos: u64,
+    end: u64,
+    codec: Compression,
+    max_rep: i16,
+    max_def: i16,
+    header: Vec<u8>,
+    compressed: Vec<u8>,
+    /// A whole decompressed page (block codecs).
+    whole: Vec<u8>,
+    /// The decompressed levels of the current page.
+    plain: Vec<u8>,
+    zstd: zstd::zstd_safe::DCtx<'static>,
+}
+
+impl<'f> PageWalker<'f> {
+    /// Pages of the chunk at `start..start + len` of `file`.
+    pub fn new(
+        file: &'f File,
+        start: u64,
+        len: u64,
+        codec: Compression,
+        max_rep: i16,
+        max_def: i16,
+    ) -> Result<Self, ReadError> {
+        let size = file.metadata()?.len();
+        let end = start.checked_add(len).filter(|&e| e <= size).ok_or_else(|| {
+            ReadError::new(format!(
+                "the column chunk at {start}+{len} lies past the end of the file"
+            ))
+        })?;
+        Ok(PageWalker {
+            file,
+            pos: start,
+            end,
+            codec,
+            max_rep,
+            max_def,
+            header: Vec::new(),
+            compressed: Vec::new(),
+            whole: Vec::new(),
+            plain: Vec::new(),
+            zstd: zstd::zstd_safe::DCtx::create(),
+        })
+    }
+
+    /// The levels of the next data page, or `None` at the end of the chunk.
+    pub fn next_page(&mut self) -> Result<Option<PageLevels<'_>>, ReadError> {
+        loop {
+            if self.pos >= self.end {
+                return Ok(None);
+            }
+            let at = self.pos;
+            let (header, header_len) = self.read_header()?;
+            let body = at + header_len as u64;
+            let compressed = u64::try_from(header.compressed)
+                .map_err(|_| ReadError::new(format!("page at byte {at} has a negative size")))?;
+            let next = body
+                .checked_add(compressed)
+                .filter(|&n| n <= self.end)
+                .ok_or_else(|| ReadError::new(format!("page at byte {at} runs past its column chunk")))?;
+            self.pos = next;
+            let uncompressed = usize::try_from(header.uncompressed)
+                .map_err(|_| ReadError::new(format!("page at byte {at} has a negative uncompressed size")))?;
+            match header.kind {
+                Kind::DataV1 {
+                    values,
+                    rep_encoding,
+                    def_encoding,
+                } => {
+                    let values = count(values, at)?;
+                    let rep_encoding = level_encoding(rep_encoding, at)?;
+                    let def_encoding = level_encoding(def_encoding, at)?;
+                    return self
+                        .v1_levels(body, compressed, uncompressed, values, rep_encoding, def_encoding)
+                        .map(Some)
+                        .map_err(|e| ReadError::new(format!("page at byte {at}: {}", e.message)));
+                }
+                Kind::DataV2 {
+                    values,
+                    rep_len,
+                    def_len,
+                } => {
+                    let values = count(values, at)?;
+                    let rep_len = count(rep_len, at)?;
+                    let def_len = count(def_len, at)?;
+                    let levels = rep_len as u64 + def_len as u64;
+                    if levels > compressed {
+                        return Err(ReadError::new(format!(
+                            "page at byte {at}: its levels ({levels} bytes) are longer than the page"
+                        )));
+                    }
+                    self.plain.resize(levels as usize, 0);
+                    self.file.read_exact_at(&mut self.plain, body)?;
+                    let (rep, def) = self.plain.split_at(rep_len);
+                    return Ok(Some(PageLevels {
+                        values,
+                        rep,
+                        rep_encoding: LevelEncoding::Rle,
+                        def,
+                        def_encoding: LevelEncoding::Rle,
+                    }));
+                }
+                Kind::Other => continue,
+            }
+        }
+    }
+
+    /// Reads the page header at the current position, growing the window
+    /// until the header fits.
+    fn read_header(&mut self) -> Result<(Header, usize), ReadError> {
+        let mut window = 256usize;
+        loop {
+            let left = (self.end - self.pos) as usize;
+            let want = window.min(left);
+            self.header.resize(want, 0);
+            self.file.read_exact_at(&mut self.header, self.pos)?;
+            match parse_header(&self.header) {
+                Ok(found) => return Ok(found),
+                Err(Bad::Short) if want < left && window < MAX_HEADER => window *= 4,
+                Err(Bad::Short) => {
+                    return Err(ReadError::new(format!(
+                        "page header at byte {} is cut off by the end of its column chunk",
+                        self.pos
+                    )));
+                }
+                Err(Bad::Corrupt(why)) => {
+                    return Err(ReadError::new(format!(
+                        "page header at byte {} is corrupt: {why}",
+                        self.pos
+                    )));
+                }
+            }
+        }
+    }
+
+    /// A v1 page stores its levels inside the compressed page, in front of
+    /// the values: decompress only as far as they reach.
+    fn v1_levels(
+        &mut self,
+        body: u64,
+        compressed: u64,
+        uncompressed: usize,
+        values: usize,
+        rep_encoding: LevelEncoding,
+        def_encoding: LevelEncoding,
+    ) -> Result<PageLevels<'_>, ReadError> {
+        let span = Span {
+            file: self.file,
+            pos: body,
+            end: body + compressed,
+        };
+        self.plain.clear();
+        let sections = [(self.max_rep, rep_encoding), (self.max_def, def_encoding)];
+        let mut bounds = [(0usize, 0usize); 2];
+        let mut read = |plain: &mut Vec<u8>, reader: &mut dyn Read| -> Result<(), ReadError> {
+            for (i, &(max, encoding)) in sections.iter().enumerate() {
+                if max == 0 {
+                    bounds[i] = (plain.len(), plain.len());
+                    continue;
+                }
+                let len = match encoding {
+                    LevelEncoding::Rle => {
+                        let mut prefix = [0u8; 4];
+                        reader.read_exact(&mut prefix).map_err(short)?;
+                        let len = i32::from_le_bytes(prefix);
+                        usize::try_from(len).map_err(|_| ReadError::new("a level run has a negative length"))?
+                    }
+                    LevelEncoding::BitPacked => {
+                        let bits = values as u64 * u64::from(bit_width(max));
+                        usize::try_from(bits.div_ceil(8)).unwrap_or(usize::MAX)
+                    }
+                };
+                let start = plain.len();
+                if start.saturating_add(len) > uncompressed {
+                    return Err(ReadError::new(format!(
+                        "its levels ({len} bytes) are longer than the page ({uncompressed} bytes)"
+                    )));
+                }
+                plain.resize(start + len, 0);
+                reader.read_exact(&mut plain[start..]).map_err(short)?;
+                bounds[i] = (start, start + len);
+            }
+            Ok(())
+        };
+        match self.codec {
+            Compression::UNCOMPRESSED => read(&mut self.plain, &mut BufReader::with_capacity(16 << 10, span))?,
+            Compression::ZSTD(_) => {
+                self.zstd
+                    .reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                    .map_err(|_| ReadError::new("zstd: cannot reset the decoder"))?;
+                let mut reader =
+                    zstd::stream::read::Decoder::with_context(BufReader::with_capacity(32 << 10, span), &mut self.zstd);
+                read(&mut self.plain, &mut reader)?
+            }
+            Compression::GZIP(_) => {
+                let mut reader = flate2::bufread::MultiGzDecoder::new(BufReader::with_capacity(32 << 10, span));
+                read(&mut self.plain, &mut reader)?
+            }
+            Compression::SNAPPY | Compression::LZ4_RAW => {
+                // Block formats: the page is decompressed whole.
+                self.compressed.resize(compressed as usize, 0);
+                self.file.read_exact_at(&mut self.compressed, body)?;
+                decompress_block(self.codec, &self.compressed, uncompressed, &mut self.whole)?;
+                read(&mut self.plain, &mut io::Cursor::new(&self.whole))?
+            }
+            other => {
+                return Err(ReadError::new(format!(
+                    "pages compressed with {other} are not walked here"
+                )));
+            }
+        }
+        let (rep, def) = (bounds[0], bounds[1]);
+        Ok(PageLevels {
+            values,
+            rep: &self.plain[rep.0..rep.1],
+            rep_encoding,
+            def: &self.plain[def.0..def.1],
+            def_encoding,
+        })
+    }
+}
+
+/// Decompresses a whole snappy or LZ4 block, refusing sizes the codec
+/// cannot reach from the compressed bytes.
+fn decompress_block(codec: Compression, input: &[u8], uncompressed: usize, out: &mut Vec<u8>) -> Result<(), ReadError> {
+    // snappy expands at most ~22x (a 3-byte copy of 64 bytes), LZ4 ~255x.
+    let ratio = if codec == Compression::SNAPPY { 32 } else { 256 };
+    if uncompressed > input.len().saturating_mul(ratio).saturating_add(64) {
+        return Err(ReadError::new(format!(
+            "the page claims {uncompressed} bytes from {} compressed bytes",
+            input.len()
+        )));
+    }
+    out.resize(uncompressed, 0);
+    let n = match codec {
+        Compression::SNAPPY => {
+            let len = snap::raw::decompress_len(input).map_err(|e| ReadError::new(format!("snappy: {e}")))?;
+            if len != uncompressed {
+                return Err(ReadError::new(format!(
+                    "snappy: the page holds {len} bytes, its header says {uncompressed}"
+                )));
+            }
+            snap::raw::Decoder::new()
+                .decompress(input, out)
+                .map_err(|e| ReadError::new(format!("snappy: {e}")))?
+        }
+        _ => lz4_flex::block::decompress_into(input, out).map_err(|e| ReadError::new(format!("lz4: {e}")))?,
+    };
+    out.truncate(n);
+    Ok(())
+}
+
+fn short(e: io::Error) -> ReadError {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        ReadError::new("the page ends inside its levels")
+    } else {
+        ReadError::new(format!("cannot decompress the page: {e}"))
+    }
+}
+
+fn count(n: i32, at: u64) -> Result<usize, ReadError> {
+    usize::try_from(n).map_err(|_| ReadError::new(format!("page at byte {at} has a negative count ({n})")))
+}
+
+fn level_encoding(code: i32, at: u64) -> Result<LevelEncoding, ReadError> {
+    match code {
+        RLE => Ok(LevelEncoding::Rle),
+        BIT_PACKED => Ok(LevelEncoding::BitPacked),
+        other => Err(ReadError::new(format!(
+            "page at byte {at} has levels in encoding {other}, which is not a level encoding"
+        ))),
+    }
+}
+
+/// Bits per level for levels up to `max`.
+pub(super) fn bit_width(max: i16) -> u32 {
+    16 - (max.max(0) as u16).leading_zeros()
+}
+
+/// A byte range of a file, read with positioned reads.
+struct Span<'f> {
+    file: &'f File,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for Span<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = (self.end - self.pos).min(buf.len() as u64) as usize;
+        if left == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..left], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// What a page header says, of what the level walk needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Header {
+    uncompressed: i32,
+    compressed: i32,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    DataV1 {
+        values: i32,
+        rep_encoding: i32,
+        def_encoding: i32,
+    },
+    DataV2 {
+        values: i32,
+        rep_len: i32,
+        def_len: i32,
+    },
+    /// Dictionary and index pages, and page types this reader does not know.
+    Other,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Bad {
+    /// The bytes end inside the header.
+    Short,
+    Corrupt(&'static str),
+}
+
+/// Decodes a `PageHeader` (Thrift compact protocol) at the front of `buf`,
+/// returning it and its length in bytes.
+fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
+    let mut c = Compact { buf, pos: 0 };
+    let mut page_type = None;
+    let mut uncompressed = None;
+    let mut compressed = None;
+    let mut v1 = None;
+    let mut v2 = None;
+    let mut last = 0i16;
+    while let Some((id, ty)) = c.field(&mut last)? {
+        match (id, ty) {
+            (1, I32) => page_type = Some(c.i32()?),
+            (2, I32) => uncompressed = Some(c.i32()?),
+            (3, I32) => compressed = Some(c.i32()?),
+            (5, STRUCT) => v1 = Some(c.struct_i32s::<4>()?),
+            (8, STRUCT) => v2 = Some(c.struct_i32s::<6>()?),
+            _ => c.skip(ty, 0)?,
+        }
+    }
+    let (Some(page_type), Some(uncompressed), Some(compressed)) = (page_type, uncompressed, compressed) else {
+        return Err(Bad::Corrupt("a required field is missing"));
+    };
+    let need = |f: Option<i32>| f.ok_or(Bad::Corrupt("a required field of the data page header is missing"));
+    let kind = match page_type {
+        0 => {
+            let f = v1.ok_or(Bad::Corrupt("a data page without its data page header"))?;
+            Kind::DataV1 {
+                values: need(f[0])?,
+                rep_encoding: need(f[3])?,
+                def_encoding: need(f[2])?,
+            }
+        }
+        3 => {
+            let f = v2.ok_or(Bad::Corrupt("a v2 data page without its data page header"))?;
+            Kind::DataV2 {
+                values: need(f[0])?,
+                def_len: need(f[4])?,
+                rep_len: need(f[5])?,
+            }
+        }
+        _ => Kind::Other,
+    };
+    Ok((
+        Header {
+            uncompressed,
+            compressed,
+            kind,
+        },
+        c.pos,
+    ))
+}
+
+// Thrift compact protocol type codes.
+const TRUE: u8 = 1;
+const FALSE: u8 = 2;
+const BYTE: u8 = 3;
+const I16: u8 = 4;
+const I32: u8 = 5;
+const I64: u8 = 6;
+const DOUBLE: u8 = 7;
+const BINARY: u8 = 8;
+const LIST: u8 = 9;
+const SET: u8 = 10;
+const MAP: u8 = 11;
+const STRUCT: u8 = 12;
+const UUID: u8 = 13;
+
+/// Nesting deeper than this is corrupt (Parquet's headers nest 3 deep).
+const MAX_DEPTH: u32 = 32;
+
+/// A reader of the Thrift compact protocol over a byte slice.
+struct Compact<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl Compact<'_> {
+    fn byte(&mut self) -> Result<u8, Bad> {
+        let b = *self.buf.get(self.pos).ok_or(Bad::Short)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn bytes(&mut self, n: u64) -> Result<(), Bad> {
+        let n = usize::try_from(n).map_err(|_| Bad::Short)?;
+        if self.buf.len() - self.pos < n {
+            return Err(Bad::Short);
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    fn varint(&mut self) -> Result<u64, Bad> {
+        let mut v = 0u64;
+        for shift in (0..70).step_by(7) {
+            let b = self.byte()?;
+            if shift == 63 && b > 1 {
+                return Err(Bad::Corrupt("a varint overflows 64 bits"));
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(Bad::Corrupt("a varint overflows 64 bits"))
+    }
+
+    fn zigzag(&mut self) -> Result<i64, Bad> {
+        let v = self.varint()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+
+    fn i32(&mut self) -> Result<i32, Bad> {
+        i32::try_from(self.zigzag()?).map_err(|_| Bad::Corrupt("an i32 field is out of range"))
+    }
+
+    /// The next field's id and type, or `None` at the struct's end.
+    fn field(&mut self, last: &mut i16) -> Result<Option<(i16, u8)>, Bad> {
+        let b = self.byte()?;
+        if b == 0 {
+            return Ok(None);
+        }
+        let delta = (b >> 4) as i16;
+        let id = if delta == 0 {
+            i16::try_from(self.zigzag()?).map_err(|_| Bad::Corrupt("a field id is out of range"))?
+        } else {
+            last.checked_add(delta)
+                .ok_or(Bad::Corrupt("a field id is out of range"))?
+        };
+        *last = id;
+        Ok(Some((id, b & 0x0f)))
+    }
+
+    /// A struct whose fields 1..=N are i32s (a data page header); other
+    /// fields are skipped.
+    fn struct_i32s<const N: usize>(&mut self) -> Result<[Option<i32>; N], Bad> {
+        let mut out = [None; N];
+        let mut last = 0i16;
+        while let Some((id, ty)) = self.field(&mut last)? {
+            match usize::try_from(id).ok().filter(|&i| (1..=N).contains(&i)) {
+                Some(i) if ty == I32 => out[i - 1] = Some(self.i32()?),
+                _ => self.skip(ty, 1)?,
+            }
+        }
+        Ok(out)
+    }
+
+    fn skip(&mut self, ty: u8, depth: u32) -> Result<(), Bad> {
+        if depth > MAX_DEPTH {
+            return Err(Bad::Corrupt("nested too deeply"));
+        }
+        match ty {
+            TRUE | FALSE => Ok(()),
+            BYTE => self.bytes(1),
+            I16 | I32 | I64 => self.varint().map(|_| ()),
+            DOUBLE => self.bytes(8),
+            UUID => self.bytes(16),
+            BINARY => {
+                let n = self.varint()?;
+                self.bytes(n)
+            }
+            LIST | SET => {
+                let b = self.byte()?;
+                let n = match b >> 4 {
+                    15 => self.varint()?,
+                    n => u64::from(n),
+                };
+                self.skip_elements(b & 0x0f, n, depth)
+            }
+            MAP => {
+                let n = self.varint()?;
+                if n == 0 {
+                    return Ok(());
+                }
+                let kv = self.byte()?;
+                for _ in 0..n {
+                    self.skip_element(kv >> 4, depth)?;
+                    self.skip_element(kv & 0x0f, depth)?;
+                }
+                Ok(())
+            }
+            STRUCT => {
+                let mut last = 0i16;
+                while let Some((_, t)) = self.field(&mut last)? {
+                    self.skip(t, depth + 1)?;
+                }
+                Ok(())
+            }
+            _ => Err(Bad::Corrupt("an unknown field type")),
+        }
+    }
+
+    fn skip_elements(&mut self, ty: u8, n: u64, depth: u32) -> Result<(), Bad> {
+        for _ in 0..n {
+            self.skip_element(ty, depth)?;
+        }
+        Ok(())
+    }
+
+    /// Elements of lists, sets and maps: booleans take a byte each.
+    fn skip_element(&mut self, ty: u8, depth: u32) -> Result<(), Bad> {
+        match ty {
+            TRUE | FALSE => self.bytes(1),
+            _ => self.skip(ty, depth + 1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A compact-protocol writer for hand-made headers.
+    fn field(out: &mut Vec<u8>, delta: u8, ty: u8) {
+        out.push(delta << 4 | ty);
+    }
+
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    fn i32f(out: &mut Vec<u8>, delta: u8, v: i32) {
+        field(out, delta, I32);
+        varint(out, ((v << 1) ^ (v >> 31)) as u32 as u64);
+    }
+
+    #[test]
+    fn parses_a_v1_header_and_skips_statistics() {
+        let mut h = Vec::new();
+        i32f(&mut h, 1, 0); // type DATA_PAGE
+        i32f(&mut h, 1, 1000);
+        i32f(&mut h, 1, 900);
+        field(&mut h, 2, STRUCT); // field 5
+        i32f(&mut h, 1, 77);
+        i32f(&mut h, 1, 0);
+        i32f(&mut h, 1, 3);
+        i32f(&mut h, 1, 3);
+        field(&mut h, 1, STRUCT); // statistics, skipped
+        field(&mut h, 1, BINARY);
+        varint(&mut h, 3);
+        h.extend_from_slice(b"abc");
+        field(&mut h, 1, LIST);
+        h.push(2 << 4 | TRUE);
+        h.extend_from_slice(&[1, 0]);
+        h.push(0);
+        h.push(0);
+        h.push(0);
+        let (header, len) = parse_header(&h).unwrap();
+        assert_eq!(len, h.len());
+        assert_eq!(header.compressed, 900);
+        assert_eq!(
+            header.kind,
+            Kind::DataV1 {
+                values: 77,
+                rep_encoding: 3,
+                def_encoding: 3
+            }
+        );
+        for cut in 0..h.len() {
+            assert_eq!(parse_header(&h[..cut]).unwrap_err(), Bad::Short, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn hostile_headers_are_errors() {
+        // Structs nested past the limit.
+        let mut h = Vec::new();
+        for _ in 0..100 {
+            field(&mut h, 1, STRUCT);
+        }
+        assert!(matches!(parse_header(&h), Err(Bad::Corrupt(_))));
+        // A varint longer than 64 bits.
+        let mut h = Vec::new();
+        field(&mut h, 1, I32);
+        h.extend_from_slice(&[0xff; 11]);
+        assert!(matches!(parse_header(&h), Err(Bad::Corrupt(_))));
+        // A list claiming 2^60 elements ends at the buffer, not in a hang.
+        let mut h = Vec::new();
+        field(&mut h, 4, LIST);
+        h.push(15 << 4 | BINARY);
+        varint(&mut h, 1 << 60);
+        assert_eq!(parse_header(&h).unwrap_err(), Bad::Short);
+        // No type.
+        assert!(matches!(parse_header(&[0]), Err(Bad::Corrupt(_))));
+    }
+}
