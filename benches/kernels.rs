@@ -86,3 +86,54 @@ fn parquet_check(bencher: divan::Bencher, full_scan: bool) {
         .counter(divan::counter::ItemsCount::new(ROWS))
         .bench(|| preflight::check(&plan));
 }
+
+/// A whole run over a Parquet file of 4M token ids in rows of 256 (zstd,
+/// 4 row groups) with a max_length rule: statistics prove the ids, so the
+/// default path reads the row lengths from the page levels; `--full-scan`
+/// decodes every id.
+#[divan::bench(args = [false, true])]
+fn parquet_list_lengths(bencher: divan::Bencher, full_scan: bool) {
+    const IDS: usize = 4 << 20;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("tokens.parquet");
+    let values = Int32Array::from(
+        (0..IDS as u32)
+            .map(|i| (i.wrapping_mul(7919) % 30522) as i32)
+            .collect::<Vec<_>>(),
+    );
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(256, IDS / 256));
+    let field = Arc::new(Field::new("item", DataType::Int32, true));
+    let list: ArrayRef = Arc::new(ListArray::new(field, offsets, Arc::new(values), None));
+    let batch = RecordBatch::try_from_iter([("ids", list)]).expect("batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .set_max_row_group_row_count(Some(IDS / 256 / 4))
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&data).expect("create"),
+        batch.schema(),
+        Some(props),
+    )
+    .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    let schema = dir.path().join("s.yaml");
+    std::fs::write(
+        &schema,
+        "columns:\n  ids: {kind: index, size: 30522, max_length: 512}\n",
+    )
+    .expect("schema");
+    let plan = Plan {
+        schema,
+        paths: vec![data],
+        max_examples: 5,
+        scan: ScanOptions {
+            jobs: 1,
+            full_scan,
+            progress: false,
+        },
+    };
+    bencher
+        .counter(divan::counter::ItemsCount::new(IDS))
+        .bench(|| preflight::check(&plan));
+}

@@ -2,6 +2,7 @@
 generated multi-file dataset: the merged report is byte for byte what
 `preflight check --format json` prints over the same files."""
 
+import json
 import os
 import subprocess
 import sys
@@ -131,3 +132,51 @@ def test_ray_data_map_batches_counts_are_exact(ray_cluster, data):
     # Clean data passes.
     clean = ray_cluster.data.read_parquet(str(data / "clean"))
     assert preflight.ray.check_dataset(clean, str(data / "s.yaml")).exit_code == 0
+
+
+def test_spark_written_lists_read_from_levels_agree_with_a_full_scan(spark, tmp_path):
+    """Parquet written by Spark (parquet-mr: the standard 3-level lists and
+    the legacy format): the row lengths read from the page levels give the
+    full scan's report, with the planted rows."""
+    binary = os.environ.get("PREFLIGHT_BIN")
+    if not binary:
+        pytest.skip("PREFLIGHT_BIN is set by run-tests.sh")
+    from pyspark.sql.types import ArrayType, LongType, StructField, StructType
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(4000):
+        ids = [int(x) for x in rng.integers(0, 1000, int(rng.integers(1, 9)))]
+        rows.append((None if i in (10, 3000) else [] if i == 77 else [5] * 13 if i in (5, 3999) else ids,))
+    frame = spark.createDataFrame(rows, StructType([StructField("ids", ArrayType(LongType(), True), True)]))
+    (tmp_path / "s.yaml").write_text(
+        "columns:\n  ids: {kind: index, size: 1000, max_length: 12, min_length: 1, nullable: true}\n"
+    )
+    for legacy in ("false", "true"):
+        for codec in ("uncompressed", "snappy", "gzip", "zstd"):
+            spark.conf.set("spark.sql.parquet.writeLegacyFormat", legacy)
+            out = tmp_path / f"{legacy}-{codec}"
+            (
+                frame.coalesce(1)
+                .write.option("compression", codec)
+                .option("parquet.page.size", "1024")
+                .option("parquet.block.size", str(32 * 1024))
+                .parquet(str(out))
+            )
+            reports = [
+                subprocess.run(
+                    [binary, "check", "-s", str(tmp_path / "s.yaml"), "--format", "json", *extra, str(out)],
+                    capture_output=True,
+                    text=True,
+                )
+                for extra in ([], ["--full-scan"])
+            ]
+            assert reports[0].stdout == reports[1].stdout, (legacy, codec)
+            assert reports[0].returncode == 1, reports[0].stderr
+            report = json.loads(reports[0].stdout)
+            rows_of = {
+                c["rule"]: [e["row"] for e in c["examples"]] for c in report["checks"] if c["violations"]
+            }
+            assert report["rows"] == 4000
+            assert rows_of == {"max_length": [5, 3999], "min_length": [77]}, (legacy, codec)
+    spark.conf.unset("spark.sql.parquet.writeLegacyFormat")

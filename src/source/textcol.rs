@@ -152,6 +152,26 @@ pub enum Number {
 /// else (fractions, exponents, `nan`, `inf`, `Infinity`, huge integers) `f64`.
 pub fn parse_number(t: &[u8]) -> Option<Number> {
     let first = *t.first()?;
+    // The common case first: a decimal integer of at most 18 digits, which
+    // no i64 overflows (what `str::parse::<i64>` accepts: a sign, leading
+    // zeros).
+    let (negative, digits) = match first {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if (1..=18).contains(&digits.len()) {
+        let mut v = 0i64;
+        let mut whole = true;
+        for &b in digits {
+            let d = b.wrapping_sub(b'0');
+            whole &= d <= 9;
+            v = v.wrapping_mul(10).wrapping_add(i64::from(d));
+        }
+        if whole {
+            return Some(Number::I64(if negative { -v } else { v }));
+        }
+    }
     // Cheap reject: almost every non-number starts with another byte.
     if !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'.' | b'i' | b'I' | b'n' | b'N')) {
         return None;
@@ -506,9 +526,41 @@ mod tests {
         assert!(matches!(p("nan"), Some(Number::F64(v)) if v.is_nan()));
         assert!(matches!(p("NaN"), Some(Number::F64(v)) if v.is_nan()));
         for s in [
-            "", "abc", "1,000", "0x10", "1_0", "+", "-", ".", "e5", "NA", "None", "true",
+            "", "abc", "1,000", "0x10", "1_0", "+", "-", ".", "e5", "NA", "None", "true", "1 2", "12a", "-+1",
         ] {
             assert_eq!(p(s), None, "{s:?}");
+        }
+        // Every integer form agrees with the standard library's parse.
+        let reference = |s: &str| {
+            s.parse::<i64>()
+                .map(Number::I64)
+                .or_else(|_| s.parse::<u64>().map(Number::U64))
+                .ok()
+                .or_else(|| s.parse::<f64>().ok().map(Number::F64))
+        };
+        let mut seed = 1u64;
+        for len in 1..=21 {
+            for _ in 0..200 {
+                let mut s = String::new();
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                match seed >> 62 {
+                    0 => s.push('-'),
+                    1 => s.push('+'),
+                    _ => {}
+                }
+                for _ in 0..len {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let d = (seed >> 33) % 12;
+                    s.push(if d < 10 {
+                        char::from(b'0' + d as u8)
+                    } else if d == 10 {
+                        '9'
+                    } else {
+                        '0'
+                    });
+                }
+                assert_eq!(p(&s), reference(&s), "{s:?}");
+            }
         }
     }
 
