@@ -455,9 +455,11 @@ impl Validator {
     }
 
     /// Notes what statistics showed of a proven column (for hints).
+    /// A minimum is only written for a unit holding a value; the null count
+    /// cannot tell (in a list column it also counts empty lists).
     pub fn note_proven(&self, ci: usize, stats: &crate::source::UnitStats, tally: &mut Tally) {
         let col = &self.columns[ci];
-        if col.tracks_min() && stats.null_count < stats.rows {
+        if col.tracks_min() {
             tally.checks[col.slots.value].evidence.seen_min(stats.min);
         }
     }

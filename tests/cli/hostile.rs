@@ -96,6 +96,75 @@ print(json.dumps(peaks))
     }
 }
 
+/// Page levels built to lie (tests/fixtures/levels): the shortcut that reads
+/// row lengths from levels gives the full scan's answer, or an error, in
+/// bounded memory.
+#[test]
+fn hostile_page_levels_are_bounded_and_agree_with_full_scan() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  ids: {kind: index, size: 1000, max_length: 2, nullable: true}\n",
+    );
+    env.write(
+        "peak.py",
+        r#"
+import json, os, subprocess, sys
+binary, schema, path = sys.argv[1:4]
+runs = []
+for extra in ([], ["--full-scan"]):
+    p = subprocess.Popen([binary, "check", "--format", "json", "-s", schema, path, *extra], stdout=subprocess.PIPE)
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    runs.append([os.waitstatus_to_exitcode(status), usage.ru_maxrss, json.loads(out)])
+print(json.dumps(runs))
+"#,
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/levels");
+    let run = |name: &str| -> Vec<(i32, u64, Value)> {
+        let out = std::process::Command::new(python_bin())
+            .args(["peak.py", env!("CARGO_BIN_EXE_preflight"), "s.yaml"])
+            .arg(dir.join(name))
+            .current_dir(env.dir.path())
+            .output()
+            .expect("python");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let error = |r: &Value| r["errors"][0]["message"].as_str().unwrap_or_default().to_string();
+    for (name, code) in [
+        ("many_rows_in_one_page.parquet", 0),
+        ("rows_beyond_the_footer.parquet", 2),
+        ("levels_claim_2gib.parquet", 2),
+        ("bit_packed_levels.parquet", 1),
+    ] {
+        let runs = run(name);
+        let (fast, full) = (&runs[0], &runs[1]);
+        assert_eq!((fast.0, full.0), (code, code), "{name}");
+        // The pages claim up to 2^27 rows and 2 GiB of levels.
+        assert!(fast.1 < 64 * 1024, "{name}: peak RSS {} KB", fast.1);
+        match name {
+            "many_rows_in_one_page.parquet" => assert_eq!(fast.2["rows"], 1 << 26),
+            "rows_beyond_the_footer.parquet" => {
+                assert!(
+                    error(&fast.2).contains("the footer says 1 rows, the pages hold more"),
+                    "{}",
+                    fast.2
+                );
+            }
+            "levels_claim_2gib.parquet" => {
+                assert!(error(&fast.2).contains("the page ends inside its levels"), "{}", fast.2);
+                continue; // the full scan's error is the parquet crate's own
+            }
+            _ => assert_eq!(
+                hits(&fast.2, "ids", "max_length").1,
+                vec![(dir.join(name).display().to_string(), 3, serde_json::json!(3))]
+            ),
+        }
+        assert_eq!(fast.2, full.2, "{name}: levels and a full scan disagree");
+    }
+}
+
 #[test]
 fn fifos_symlink_loops_and_odd_names_never_hang() {
     let env = Env::new();

@@ -254,7 +254,6 @@ impl Source for ParquetSource {
                 row += n as u64;
                 left -= n as u64;
             }
-            Ok(())
         } else {
             // The decoded columns set the batch sizes; shapes follow them.
             self.read(unit, &rest, &mut |b| {
@@ -263,8 +262,12 @@ impl Source for ParquetSource {
                     first_row: b.first_row,
                     batch,
                 })
-            })
+            })?;
         }
+        for reader in readers.iter_mut().flatten() {
+            reader.finish().map_err(|e| e.at(at()))?;
+        }
+        Ok(())
     }
 
     fn units(&self) -> usize {
@@ -295,19 +298,25 @@ impl Source for ParquetSource {
             .map_err(|e| ReadError::from(e).at(at()))?;
         // The reader returns projected columns in file order.
         let (_, order) = super::file_order(projection);
+        let said = self.meta.metadata().row_group(unit).num_rows();
+        let said = u64::try_from(said).unwrap_or(0);
         let mut row = self.first_rows[unit];
         for batch in reader {
             let batch = batch.map_err(|e| ReadError::from(e).at(at()))?;
             let n = batch.num_rows() as u64;
+            // Pages holding more rows than the footer says: stop at once (a
+            // few bytes can claim billions of rows).
+            if row - self.first_rows[unit] + n > said {
+                return Err(shape::more_rows(said).at(at()));
+            }
             let batch = batch.project(&order).map_err(|e| ReadError::from(e).at(at()))?;
             sink(Batch { first_row: row, batch })?;
             row += n;
         }
         // Pages that hold fewer rows than the footer says end the reader
         // early without an error: a truncated or lying file, not a checked one.
-        let said = self.meta.metadata().row_group(unit).num_rows();
         let held = row - self.first_rows[unit];
-        if u64::try_from(said).ok() != Some(held) {
+        if held != said {
             return Err(ReadError::new(format!(
                 "the footer says {said} rows, the pages hold {held}: the file is truncated or corrupt"
             ))

@@ -242,8 +242,12 @@ impl<'f> PageWalker<'f> {
                         "its levels ({len} bytes) are longer than the page ({uncompressed} bytes)"
                     )));
                 }
-                plain.resize(start + len, 0);
-                reader.read_exact(&mut plain[start..]).map_err(short)?;
+                // Grows with the bytes the page really holds, not with what
+                // its header claims.
+                let got = reader.take(len as u64).read_to_end(plain).map_err(short)?;
+                if got < len {
+                    return Err(ReadError::new("the page ends inside its levels"));
+                }
                 bounds[i] = (start, start + len);
             }
             Ok(())

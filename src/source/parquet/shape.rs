@@ -6,8 +6,8 @@
 //! null list (below the list's own level), an empty one (at it) and a first
 //! element (above it). That is all a length rule needs, so the values behind
 //! the levels are never decoded (see `pages`). The levels are walked run by
-//! run, never materialised page-wide: a page that claims billions of levels
-//! in a few bytes costs time, not memory.
+//! run and a page is left as soon as a batch's rows are known, so memory
+//! holds one batch of rows however many a page claims in a few bytes.
 
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use arrow::array::{ArrayRef, LargeListArray, NullArray};
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field};
 
-use super::pages::{LevelEncoding, PageLevels, PageWalker, bit_width};
+use super::pages::{LevelEncoding, PageWalker, bit_width};
 use crate::source::ReadError;
 
 /// Reads the shapes of one list column chunk, batch by batch.
@@ -23,16 +23,16 @@ pub(super) struct ShapeReader<'f> {
     pages: PageWalker<'f>,
     max_rep: i16,
     max_def: i16,
-    /// Definition level of an element slot; one less is an empty list.
-    element_def: u8,
     /// Rows the footer says the chunk holds.
     footer_rows: u64,
     /// Rows handed out so far.
     handed: u64,
-    /// Element counts of rows read and not yet handed out; the last row may
-    /// still grow until the next row starts or the chunk ends.
-    lens: Vec<u64>,
-    valid: Vec<bool>,
+    /// The current page's level bytes and how far they have been walked.
+    rep_bytes: Vec<u8>,
+    def_bytes: Vec<u8>,
+    rep: Levels,
+    def: Levels,
+    rows: Rows,
     /// Whether every page has been read.
     done: bool,
 }
@@ -55,56 +55,81 @@ impl<'f> ShapeReader<'f> {
             pages,
             max_rep,
             max_def,
-            element_def: element_def as u8,
             footer_rows,
             handed: 0,
-            lens: Vec::new(),
-            valid: Vec::new(),
+            rep_bytes: Vec::new(),
+            def_bytes: Vec::new(),
+            rep: Levels::new(LevelEncoding::Rle, 1, 0),
+            def: Levels::new(LevelEncoding::Rle, 1, 0),
+            rows: Rows {
+                lens: Vec::new(),
+                valid: Vec::new(),
+                element_def: element_def as u8,
+            },
             done: false,
         })
     }
 
-    fn complete(&self) -> usize {
-        self.lens.len() - usize::from(!self.done && !self.lens.is_empty())
+    /// Walks levels until `want` rows are buffered or the chunk ends.
+    fn fill(&mut self, want: usize) -> Result<(), ReadError> {
+        while self.rows.lens.len() < want {
+            if self.rep.left == 0 {
+                let Some(page) = self.pages.next_page()? else {
+                    self.done = true;
+                    return Ok(());
+                };
+                self.rep_bytes.clear();
+                self.rep_bytes.extend_from_slice(page.rep);
+                self.def_bytes.clear();
+                self.def_bytes.extend_from_slice(page.def);
+                self.rep = Levels::new(page.rep_encoding, self.max_rep, page.values);
+                self.def = Levels::new(page.def_encoding, self.max_def, page.values);
+                continue;
+            }
+            walk(
+                &mut self.rep,
+                &self.rep_bytes,
+                &mut self.def,
+                &self.def_bytes,
+                &mut self.rows,
+                want,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn mismatch(&self, held: u64) -> ReadError {
+        ReadError::new(format!(
+            "the footer says {} rows, the pages hold {held}: the file is truncated or corrupt",
+            self.footer_rows
+        ))
     }
 
     /// The next `n` rows as a list array whose elements are nulls: the
     /// shape of the column, offsets and row nulls exact.
     pub fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
-        while self.complete() < n && !self.done {
-            match self.pages.next_page()? {
-                Some(page) => {
-                    let mut rows = Rows {
-                        lens: &mut self.lens,
-                        valid: &mut self.valid,
-                        element_def: self.element_def,
-                    };
-                    rows.take(&page, self.max_rep, self.max_def)?;
-                }
-                None => self.done = true,
-            }
-        }
-        let have = self.complete();
-        if have < n {
-            let held = self.handed + have as u64;
-            return Err(ReadError::new(format!(
-                "the footer says {} rows, the pages hold {held}: the file is truncated or corrupt",
-                self.footer_rows
-            )));
+        // A row is complete once the next one starts or the chunk ends.
+        self.fill(n.saturating_add(1))?;
+        let buffered = self.rows.lens.len();
+        let complete = if self.done {
+            buffered
+        } else {
+            buffered.saturating_sub(1)
+        };
+        if complete < n {
+            return Err(self.mismatch(self.handed + complete as u64));
         }
         let mut offsets = Vec::with_capacity(n + 1);
         let mut total = 0u64;
         offsets.push(0i64);
-        for &len in &self.lens[..n] {
+        for &len in &self.rows.lens[..n] {
             total += len;
             offsets.push(i64::try_from(total).map_err(|_| ReadError::new("list lengths overflow"))?);
         }
-        let nulls = self.valid[..n]
-            .iter()
-            .any(|v| !v)
-            .then(|| NullBuffer::from(&self.valid[..n]));
-        self.lens.drain(..n);
-        self.valid.drain(..n);
+        let valid = &self.rows.valid[..n];
+        let nulls = valid.contains(&false).then(|| NullBuffer::from(valid));
+        self.rows.lens.drain(..n);
+        self.rows.valid.drain(..n);
         self.handed += n as u64;
         let items = usize::try_from(total).map_err(|_| ReadError::new("list lengths overflow"))?;
         let array = LargeListArray::try_new(
@@ -115,65 +140,108 @@ impl<'f> ShapeReader<'f> {
         )?;
         Ok(Arc::new(array))
     }
-}
 
-/// Rows under construction.
-struct Rows<'a> {
-    lens: &'a mut Vec<u64>,
-    valid: &'a mut Vec<bool>,
-    element_def: u8,
-}
-
-impl Rows<'_> {
-    /// Adds the rows and elements of one page.
-    fn take(&mut self, page: &PageLevels<'_>, max_rep: i16, max_def: i16) -> Result<(), ReadError> {
-        let mut rep = Levels::new(page.rep, page.rep_encoding, max_rep, page.values);
-        let mut def = Levels::new(page.def, page.def_encoding, max_def, page.values);
-        while rep.left > 0 {
-            let r = rep.peek()?;
-            let d = def.peek()?;
-            match r {
-                Run::Repeat(v, k) if v != 0 => {
-                    self.extend(k as u64)?;
-                    rep.advance(k);
-                    def.skip(k)?;
-                }
-                Run::Repeat(_, k) => {
-                    let k = k.min(d.len());
-                    match d {
-                        Run::Repeat(dv, _) => self.start_rows(dv, k),
-                        Run::Literal(_) => {
-                            for &dv in &def.literal()[..k] {
-                                self.start_rows(dv, 1);
-                            }
-                        }
-                    }
-                    rep.advance(k);
-                    def.advance(k);
-                }
-                Run::Literal(k) => {
-                    let k = k.min(d.len());
-                    let dv = |j: usize| match d {
-                        Run::Repeat(dv, _) => dv,
-                        Run::Literal(_) => def.literal()[j],
-                    };
-                    for (j, &rv) in rep.literal()[..k].iter().enumerate() {
-                        if rv == 0 {
-                            self.start_rows(dv(j), 1);
-                        } else {
-                            self.extend(1)?;
-                        }
-                    }
-                    rep.advance(k);
-                    def.advance(k);
-                }
-            }
+    /// After the last batch: the rest of the chunk must start no further
+    /// row.
+    pub fn finish(&mut self) -> Result<(), ReadError> {
+        self.fill(1)?;
+        if !self.rows.lens.is_empty() {
+            return Err(more_rows(self.footer_rows));
+        }
+        if self.handed != self.footer_rows {
+            return Err(self.mismatch(self.handed));
         }
         Ok(())
     }
+}
 
+/// The error for pages holding rows past the footer's count (the same
+/// whichever reader finds it).
+pub(super) fn more_rows(footer_rows: u64) -> ReadError {
+    ReadError::new(format!(
+        "the footer says {footer_rows} rows, the pages hold more: the file is corrupt"
+    ))
+}
+
+/// Walks the current page's levels until it ends or `want` rows are
+/// buffered (a row starting beyond them is left for the next call).
+fn walk(
+    rep: &mut Levels,
+    rep_data: &[u8],
+    def: &mut Levels,
+    def_data: &[u8],
+    rows: &mut Rows,
+    want: usize,
+) -> Result<(), ReadError> {
+    while rep.left > 0 {
+        let room = want.saturating_sub(rows.lens.len());
+        let r = rep.peek(rep_data)?;
+        let d = def.peek(def_data)?;
+        match r {
+            Run::Repeat(v, k) if v != 0 => {
+                rows.extend(k as u64)?;
+                rep.advance(k);
+                def.skip(def_data, k)?;
+            }
+            Run::Repeat(_, k) => {
+                if room == 0 {
+                    return Ok(());
+                }
+                let k = k.min(d.len()).min(room);
+                match d {
+                    Run::Repeat(dv, _) => rows.start(dv, k),
+                    Run::Literal(_) => {
+                        for &dv in &def.literal()[..k] {
+                            rows.start(dv, 1);
+                        }
+                    }
+                }
+                rep.advance(k);
+                def.advance(k);
+            }
+            Run::Literal(k) => {
+                let k = k.min(d.len());
+                let mut used = 0;
+                let mut room = room;
+                for (j, &rv) in rep.literal()[..k].iter().enumerate() {
+                    if rv == 0 {
+                        if room == 0 {
+                            break;
+                        }
+                        let dv = match d {
+                            Run::Repeat(dv, _) => dv,
+                            Run::Literal(_) => def.literal()[j],
+                        };
+                        rows.start(dv, 1);
+                        room -= 1;
+                    } else {
+                        rows.extend(1)?;
+                    }
+                    used += 1;
+                }
+                rep.advance(used);
+                def.advance(used);
+                if used < k {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rows read and not yet handed out; the last may still grow until the
+/// next row starts or the chunk ends.
+struct Rows {
+    lens: Vec<u64>,
+    valid: Vec<bool>,
+    /// Definition level of an element slot; one less is an empty list.
+    element_def: u8,
+}
+
+impl Rows {
     /// `k` rows whose first slot has definition level `def`.
-    fn start_rows(&mut self, def: u8, k: usize) {
+    fn start(&mut self, def: u8, k: usize) {
         let (len, valid) = if def >= self.element_def {
             (1, true)
         } else if def + 1 == self.element_def {
@@ -214,10 +282,9 @@ impl Run {
 /// Values decoded from a bit-packed run at a time.
 const LITERAL: usize = 512;
 
-/// A stream of levels (RLE / bit-packing hybrid, or deprecated bit-packed),
-/// handed out run by run.
-struct Levels<'a> {
-    data: &'a [u8],
+/// Where a stream of levels (RLE / bit-packing hybrid, or the deprecated
+/// bit-packed encoding) stands; the bytes are passed to each call.
+struct Levels {
     pos: usize,
     width: u32,
     encoding: LevelEncoding,
@@ -227,18 +294,17 @@ struct Levels<'a> {
     repeat: Option<u8>,
     /// Values left in the current run (for a bit-packed run, not yet decoded).
     run: usize,
-    /// Bit position in `data` (deprecated bit-packed encoding).
+    /// Bit position (deprecated bit-packed encoding).
     bit: u64,
     lit: [u8; LITERAL],
     lit_at: usize,
     lit_len: usize,
 }
 
-impl<'a> Levels<'a> {
-    fn new(data: &'a [u8], encoding: LevelEncoding, max: i16, values: usize) -> Self {
+impl Levels {
+    fn new(encoding: LevelEncoding, max: i16, values: usize) -> Self {
         let width = bit_width(max);
         let mut levels = Levels {
-            data,
             pos: 0,
             width,
             encoding,
@@ -260,7 +326,7 @@ impl<'a> Levels<'a> {
         levels
     }
 
-    fn peek(&mut self) -> Result<Run, ReadError> {
+    fn peek(&mut self, data: &[u8]) -> Result<Run, ReadError> {
         loop {
             if self.left == 0 {
                 return Err(ReadError::new("the levels hold fewer values than the page says"));
@@ -274,10 +340,10 @@ impl<'a> Levels<'a> {
                 return Ok(Run::Literal((self.lit_len - self.lit_at).min(self.left)));
             }
             if self.repeat.is_none() && self.run > 0 {
-                self.unpack()?;
+                self.unpack(data)?;
                 continue;
             }
-            self.next_header()?;
+            self.next_header(data)?;
         }
     }
 
@@ -294,9 +360,9 @@ impl<'a> Levels<'a> {
         self.left -= k;
     }
 
-    fn skip(&mut self, mut k: usize) -> Result<(), ReadError> {
+    fn skip(&mut self, data: &[u8], mut k: usize) -> Result<(), ReadError> {
         while k > 0 {
-            let take = self.peek()?.len().min(k);
+            let take = self.peek(data)?.len().min(k);
             self.advance(take);
             k -= take;
         }
@@ -304,7 +370,7 @@ impl<'a> Levels<'a> {
     }
 
     /// Reads the next run header of the hybrid encoding.
-    fn next_header(&mut self) -> Result<(), ReadError> {
+    fn next_header(&mut self, data: &[u8]) -> Result<(), ReadError> {
         let end = || ReadError::new("the levels end before the page's last value");
         if self.encoding == LevelEncoding::BitPacked {
             return Err(end());
@@ -312,7 +378,7 @@ impl<'a> Levels<'a> {
         let mut header = 0u64;
         let mut shift = 0;
         loop {
-            let b = *self.data.get(self.pos).ok_or_else(end)?;
+            let b = *data.get(self.pos).ok_or_else(end)?;
             self.pos += 1;
             if shift > 63 {
                 return Err(ReadError::new("a level run header overflows"));
@@ -325,30 +391,33 @@ impl<'a> Levels<'a> {
         }
         let count = usize::try_from(header >> 1).unwrap_or(usize::MAX);
         if header & 1 == 0 {
-            let v = *self.data.get(self.pos).ok_or_else(end)?;
+            let v = *data.get(self.pos).ok_or_else(end)?;
             self.pos += 1;
             self.repeat = Some(v);
             self.run = count;
         } else {
             // `count` groups of 8 values in `width` bytes each, as far as the
             // bytes go.
-            let groups = count.min((self.data.len() - self.pos) / self.width as usize);
+            let groups = count.min((data.len() - self.pos) / self.width as usize);
             self.repeat = None;
             self.run = groups * 8;
         }
         Ok(())
     }
 
-    /// Decodes the next values of a bit-packed run into the literal buffer.
-    fn unpack(&mut self) -> Result<(), ReadError> {
+    /// Decodes the next values of a bit-packed run into the literal buffer,
+    /// least significant bit first (the hybrid's runs; and the deprecated
+    /// encoding as parquet-cpp and arrow-rs read it, which is what the
+    /// training stack sees, although the format's text says the opposite).
+    fn unpack(&mut self, data: &[u8]) -> Result<(), ReadError> {
         let n = self.run.min(LITERAL);
         let w = self.width;
         let mask = (1u32 << w) - 1;
         match self.encoding {
             LevelEncoding::Rle => {
-                // Least significant bit first, whole groups of 8.
+                // Whole groups of 8 values.
                 let bytes = n / 8 * w as usize;
-                let src = &self.data[self.pos..self.pos + bytes];
+                let src = &data[self.pos..self.pos + bytes];
                 let (mut acc, mut bits, mut out) = (0u64, 0u32, 0usize);
                 for &b in src {
                     acc |= u64::from(b) << bits;
@@ -363,19 +432,16 @@ impl<'a> Levels<'a> {
                 self.pos += bytes;
             }
             LevelEncoding::BitPacked => {
-                // Most significant bit first, one stream for the page.
+                // One bit stream for the page.
                 let need = (self.bit + (n as u64) * u64::from(w)).div_ceil(8);
-                if need > self.data.len() as u64 {
+                if need > data.len() as u64 {
                     return Err(ReadError::new("the levels end before the page's last value"));
                 }
                 for slot in &mut self.lit[..n] {
-                    let mut v = 0u32;
-                    for _ in 0..w {
-                        let byte = self.data[(self.bit / 8) as usize];
-                        v = v << 1 | u32::from(byte >> (7 - self.bit % 8) & 1);
-                        self.bit += 1;
-                    }
-                    *slot = v as u8;
+                    let at = (self.bit / 8) as usize;
+                    let word = u32::from(data[at]) | u32::from(data.get(at + 1).copied().unwrap_or(0)) << 8;
+                    *slot = ((word >> (self.bit % 8)) & mask) as u8;
+                    self.bit += u64::from(w);
                 }
             }
         }
@@ -433,10 +499,10 @@ mod tests {
     }
 
     fn decode_all(data: &[u8], encoding: LevelEncoding, max: i16, n: usize) -> Result<Vec<u8>, ReadError> {
-        let mut l = Levels::new(data, encoding, max, n);
+        let mut l = Levels::new(encoding, max, n);
         let mut out = Vec::new();
         while l.left > 0 {
-            match l.peek()? {
+            match l.peek(data)? {
                 Run::Repeat(v, k) => {
                     out.extend(std::iter::repeat_n(v, k));
                     l.advance(k);
@@ -473,13 +539,18 @@ mod tests {
     }
 
     #[test]
-    fn deprecated_bit_packing_is_msb_first() {
-        // 0,1,2,3 in 2 bits each: 00 01 10 11.
+    fn deprecated_bit_packing_reads_as_parquet_cpp_and_arrow_rs_read_it() {
+        // 0,1,2,3 in 2 bits each, least significant bits first: 11 10 01 00.
         assert_eq!(
-            decode_all(&[0b0001_1011], LevelEncoding::BitPacked, 3, 4).unwrap(),
+            decode_all(&[0b1110_0100], LevelEncoding::BitPacked, 3, 4).unwrap(),
             vec![0, 1, 2, 3]
         );
-        assert!(decode_all(&[0b0001_1011], LevelEncoding::BitPacked, 3, 5).is_err());
+        // 3 bits across a byte boundary: 5, 6, 7 = 101 110 111.
+        assert_eq!(
+            decode_all(&[0b1111_0101, 0b0000_0001], LevelEncoding::BitPacked, 7, 3).unwrap(),
+            vec![5, 6, 7]
+        );
+        assert!(decode_all(&[0b1110_0100], LevelEncoding::BitPacked, 3, 5).is_err());
     }
 
     #[test]
@@ -500,7 +571,7 @@ mod tests {
         let mut data = Vec::new();
         push_varint(&mut data, (3u64 << 30) << 1);
         data.push(0);
-        let mut l = Levels::new(&data, LevelEncoding::Rle, 1, 3 << 30);
-        assert!(matches!(l.peek().unwrap(), Run::Repeat(0, k) if k == 3 << 30));
+        let mut l = Levels::new(LevelEncoding::Rle, 1, 3 << 30);
+        assert!(matches!(l.peek(&data).unwrap(), Run::Repeat(0, k) if k == 3 << 30));
     }
 }
