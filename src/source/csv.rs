@@ -334,9 +334,9 @@ impl Fast {
         let counts: Vec<(u64, u64, bool)> = spans
             .par_iter()
             .map(|&(a, b)| {
-                populate(&data, a, b - a);
+                super::populate(&data, a, b - a);
                 let counted = survey(&data[a..b]);
-                release(&data, a, b - a);
+                super::release(&data, a, b - a);
                 counted
             })
             .collect();
@@ -386,7 +386,7 @@ impl Fast {
         }
         let mut builders: Vec<ColumnBuilder> = projection.iter().map(|_| ColumnBuilder::new()).collect();
         let body = &self.data[chunk.start..chunk.end];
-        populate(&self.data, chunk.start, body.len());
+        super::populate(&self.data, chunk.start, body.len());
         let (mut row, mut line) = (chunk.first_row, chunk.first_line);
         let mut first_row = row;
         let (mut rows, mut bytes) = (0usize, 0usize);
@@ -452,33 +452,15 @@ impl Fast {
                 first_row = row;
                 rows = 0;
                 bytes = 0;
-                release(&self.data, chunk.start, line_start.min(body.len()));
+                super::release(&self.data, chunk.start, line_start.min(body.len()));
             }
         }
         if rows > 0 {
             sink(textcol::take_batch(names, &mut builders, rows, first_row)?)?;
         }
-        release(&self.data, chunk.start, body.len());
+        super::release(&self.data, chunk.start, body.len());
         Ok(())
     }
-}
-
-/// Maps a chunk's pages in one call rather than a fault at a time (Linux
-/// 5.14 and later; elsewhere the pages fault in as they are read).
-fn populate(data: &memmap2::Mmap, start: usize, len: usize) {
-    #[cfg(target_os = "linux")]
-    let _ = data.advise_range(memmap2::Advice::PopulateRead, start, len);
-    #[cfg(not(target_os = "linux"))]
-    let _ = (data, start, len);
-}
-
-/// Lets the kernel drop the mapped pages of bytes already read (batches
-/// hold copies), so the process's resident memory stays at the work in
-/// flight rather than growing to the file's size.
-fn release(data: &memmap2::Mmap, start: usize, len: usize) {
-    // SAFETY: the map is read-only and file-backed: dropped pages are read
-    // again from the file if touched, nothing can be lost.
-    let _ = unsafe { data.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
 }
 
 /// Records and newlines of a chunk, and whether it suits the fast path: no

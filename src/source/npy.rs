@@ -950,6 +950,13 @@ impl Source for NpySource {
             })?;
             r += nb as u64;
         }
+        // The unit's pages were checked: the kernel may drop them, so that
+        // resident memory stays at the units in flight, not the file. (Per
+        // unit: releasing per batch cost a quarter of the run in TLB work.)
+        if l.contiguous && !projection.is_empty() {
+            let (at, len) = (start as usize * l.row_bytes, (end - start) as usize * l.row_bytes);
+            super::release(&self.mapped.map, self.mapped.data_offset + at, len);
+        }
         Ok(())
     }
 }

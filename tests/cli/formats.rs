@@ -492,3 +492,31 @@ fn ipc_buffer_declaring_a_huge_size_is_an_error_not_an_abort() {
     );
     assert_eq!(rows(&r, "label", "class"), vec![5, 77, 99]);
 }
+
+/// A memory-mapped .npy is checked in place and its pages are let go unit by
+/// unit: peak RSS stays at the units in flight, not the file's 160 MB.
+#[test]
+fn npy_memory_stays_at_the_units_in_flight() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 1000}\n");
+    env.python("a = np.arange(20_000_000, dtype=np.int64) % 1000; a[19_999_999] = 1000; np.save('label.npy', a)");
+    env.write(
+        "peak.py",
+        r#"
+import os, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "check", "-s", "s.yaml", "label.npy", "--jobs", "2"], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(p.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"#,
+    );
+    let out = std::process::Command::new(crate::util::python_bin())
+        .args(["peak.py", env!("CARGO_BIN_EXE_preflight")])
+        .current_dir(env.path(""))
+        .output()
+        .expect("python");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (code, kb) = text.trim().split_once(' ').expect("two numbers");
+    assert_eq!(code, "1");
+    let kb: u64 = kb.parse().expect("KB");
+    assert!(kb < 120 * 1024, "peak RSS {kb} KB for a 160 MB file");
+}
