@@ -340,7 +340,7 @@ fn fuzz_finds_stay_fixed() {
     let env = Env::new();
     env.write(
         "s.yaml",
-        "columns:\n  label: {kind: class, num_classes: 10, optional: true}\n",
+        "columns:\n  label: {kind: class, num_classes: 10, optional: true}\n  score: {kind: range, min: 0.0, max: 1.0, optional: true}\n",
     );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz");
     let mut seen = 0;
@@ -358,6 +358,25 @@ fn fuzz_finds_stay_fixed() {
         }
         let r = env.run(&["check", "-s", "s.yaml", &path.to_string_lossy()]);
         assert_eq!(r.code, 2, "{name}: {}", r.stdout);
+        // Peak RSS, from the kernel's accounting of that one child.
+        let out = std::process::Command::new(python_bin())
+            .args([
+                "-c",
+                "import os, subprocess, sys\n\
+                 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n\
+                 print(os.wait4(p.pid, 0)[2].ru_maxrss)",
+                env!("CARGO_BIN_EXE_preflight"),
+                "check",
+                "-s",
+                "s.yaml",
+                "--full-scan",
+            ])
+            .arg(&path)
+            .current_dir(env.dir.path())
+            .output()
+            .expect("python");
+        let kb: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("KB");
+        assert!(kb < 64 * 1024, "{name}: peak RSS {kb} KB");
     }
     assert!(seen > 0);
 }
@@ -380,6 +399,15 @@ fn highly_compressed_buffers_are_not_mistaken_for_lies() {
         0,
     );
     assert_eq!(r["rows"], 16_000_000);
+    // Parquet pages of zeros, plain-encoded, at the ratios snappy and LZ4
+    // reach (~21x and ~250x): within the page-size check.
+    env.python(
+        "t = pa.table({'label': pa.array(np.zeros(4_000_000, dtype=np.int64))})\n\
+         for c in ['snappy', 'lz4']:\n\
+         \x20   pq.write_table(t, f'{c}.parquet', compression=c, use_dictionary=False, column_encoding='PLAIN', data_page_size=8 << 20)",
+    );
+    let r = env.check_json(&["-s", "s.yaml", "snappy.parquet", "lz4.parquet", "--full-scan"], 0);
+    assert_eq!(r["rows"], 8_000_000);
     let stream = std::fs::read(env.path("zstd.arrows")).expect("read");
     let (code, _, err) = env.run_piped(&["check", "-s", "s.yaml", "-"], &stream);
     assert_eq!(code, 0, "{err}");

@@ -17,7 +17,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-use parquet::basic::{Repetition, SortOrder, Type as PhysicalType};
+use parquet::basic::{Compression, Repetition, SortOrder, Type as PhysicalType};
 use parquet::file::statistics::Statistics;
 
 use super::{BATCH_ROWS, Batch, ReadError, Source, UnitStats};
@@ -119,6 +119,30 @@ impl ParquetSource {
             }
         }
         (level == descr.max_def_level()).then_some((leaf, element_def?))
+    }
+
+    /// Page sizes of the projected column chunks that the parquet crate's
+    /// snappy and LZ4 decoders would allocate before decompressing, checked
+    /// against what the codec can produce (see `PageWalker::vet_sizes`).
+    fn vet_pages(&self, file: &File, unit: usize, projection: &[usize]) -> Result<(), ReadError> {
+        let schema = self.meta.parquet_schema();
+        let rg = self.meta.metadata().row_group(unit);
+        for leaf in 0..schema.num_columns() {
+            let chunk = rg.column(leaf);
+            if !matches!(
+                chunk.compression(),
+                Compression::SNAPPY | Compression::LZ4 | Compression::LZ4_RAW
+            ) || !projection.contains(&schema.get_column_root_idx(leaf))
+            {
+                continue;
+            }
+            let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
+            let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(chunk.compressed_size())) else {
+                return Err(ReadError::new("a column chunk has a negative offset or size"));
+            };
+            PageWalker::new(file, start, len, chunk.compression(), 0, 0)?.vet_sizes()?;
+        }
+        Ok(())
     }
 
     fn shape_reader<'f>(
@@ -284,6 +308,7 @@ impl Source for ParquetSource {
         // A file handle per unit: reads of different units never share a
         // file position.
         let file = File::open(&self.path).map_err(|e| ReadError::from(e).at(at()))?;
+        self.vet_pages(&file, unit, projection).map_err(|e| e.at(at()))?;
         let mask = ProjectionMask::roots(self.meta.parquet_schema(), projection.iter().copied());
         let fields = self.meta.schema().fields();
         let lists = projection

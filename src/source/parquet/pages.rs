@@ -109,24 +109,57 @@ impl<'f> PageWalker<'f> {
         })
     }
 
+    /// The next page's header, where it starts and where its body starts,
+    /// checked to lie inside the chunk; `None` at the end of the chunk.
+    fn next_header(&mut self) -> Result<Option<(Header, u64, u64)>, ReadError> {
+        if self.pos >= self.end {
+            return Ok(None);
+        }
+        let at = self.pos;
+        let (header, header_len) = self.read_header()?;
+        let body = at + header_len as u64;
+        let next = u64::try_from(header.compressed)
+            .ok()
+            .and_then(|c| body.checked_add(c))
+            .filter(|&n| n <= self.end)
+            .ok_or_else(|| ReadError::new(format!("page at byte {at} runs past its column chunk")))?;
+        if header.uncompressed < 0 {
+            return Err(ReadError::new(format!(
+                "page at byte {at} has a negative uncompressed size"
+            )));
+        }
+        self.pos = next;
+        Ok(Some((header, at, body)))
+    }
+
+    /// Checks every page's claimed size against what its codec can expand
+    /// its bytes to, for codecs whose decoder (in the parquet crate) fills
+    /// the claimed size before decompressing: a few bytes claiming 2 GiB
+    /// must be an error, not 2 GiB of memory.
+    pub fn vet_sizes(&mut self) -> Result<(), ReadError> {
+        let Some(ratio) = fill_ratio(self.codec) else {
+            return Ok(());
+        };
+        while let Some((header, at, _)) = self.next_header()? {
+            let compressed = header.compressed as u64;
+            if header.uncompressed as u64 > compressed * ratio + 4096 {
+                return Err(ReadError::new(format!(
+                    "page at byte {at} claims {} bytes from {compressed} compressed bytes, more than {} can expand to",
+                    header.uncompressed, self.codec
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The levels of the next data page, or `None` at the end of the chunk.
     pub fn next_page(&mut self) -> Result<Option<PageLevels<'_>>, ReadError> {
         loop {
-            if self.pos >= self.end {
+            let Some((header, at, body)) = self.next_header()? else {
                 return Ok(None);
-            }
-            let at = self.pos;
-            let (header, header_len) = self.read_header()?;
-            let body = at + header_len as u64;
-            let compressed = u64::try_from(header.compressed)
-                .map_err(|_| ReadError::new(format!("page at byte {at} has a negative size")))?;
-            let next = body
-                .checked_add(compressed)
-                .filter(|&n| n <= self.end)
-                .ok_or_else(|| ReadError::new(format!("page at byte {at} runs past its column chunk")))?;
-            self.pos = next;
-            let uncompressed = usize::try_from(header.uncompressed)
-                .map_err(|_| ReadError::new(format!("page at byte {at} has a negative uncompressed size")))?;
+            };
+            let compressed = header.compressed as u64;
+            let uncompressed = header.uncompressed as usize;
             match header.kind {
                 Kind::DataV1 {
                     values,
@@ -290,12 +323,21 @@ impl<'f> PageWalker<'f> {
     }
 }
 
+/// The most a codec whose decoder fills the claimed size first expands its
+/// input: snappy ~22x (a 3-byte copy of 64 bytes), LZ4 ~255x.
+fn fill_ratio(codec: Compression) -> Option<u64> {
+    match codec {
+        Compression::SNAPPY => Some(32),
+        Compression::LZ4 | Compression::LZ4_RAW => Some(256),
+        _ => None,
+    }
+}
+
 /// Decompresses a whole snappy or LZ4 block, refusing sizes the codec
 /// cannot reach from the compressed bytes.
 fn decompress_block(codec: Compression, input: &[u8], uncompressed: usize, out: &mut Vec<u8>) -> Result<(), ReadError> {
-    // snappy expands at most ~22x (a 3-byte copy of 64 bytes), LZ4 ~255x.
-    let ratio = if codec == Compression::SNAPPY { 32 } else { 256 };
-    if uncompressed > input.len().saturating_mul(ratio).saturating_add(64) {
+    let ratio = fill_ratio(codec).unwrap_or(1) as usize;
+    if uncompressed > input.len().saturating_mul(ratio).saturating_add(4096) {
         return Err(ReadError::new(format!(
             "the page claims {uncompressed} bytes from {} compressed bytes",
             input.len()
