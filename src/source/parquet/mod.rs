@@ -17,7 +17,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-use parquet::basic::{Compression, Repetition, SortOrder, Type as PhysicalType};
+use parquet::basic::{Repetition, SortOrder, Type as PhysicalType};
 use parquet::file::statistics::Statistics;
 
 use super::{BATCH_ROWS, Batch, ReadError, Source, UnitStats};
@@ -121,26 +121,21 @@ impl ParquetSource {
         (level == descr.max_def_level()).then_some((leaf, element_def?))
     }
 
-    /// Page sizes of the projected column chunks that the parquet crate's
-    /// snappy and LZ4 decoders would allocate before decompressing, checked
-    /// against what the codec can produce (see `PageWalker::vet_sizes`).
+    /// The page headers of the projected column chunks, read and checked
+    /// before the parquet crate decodes them (see `PageWalker::vet`).
     fn vet_pages(&self, file: &File, unit: usize, projection: &[usize]) -> Result<(), ReadError> {
         let schema = self.meta.parquet_schema();
         let rg = self.meta.metadata().row_group(unit);
         for leaf in 0..schema.num_columns() {
             let chunk = rg.column(leaf);
-            if !matches!(
-                chunk.compression(),
-                Compression::SNAPPY | Compression::LZ4 | Compression::LZ4_RAW
-            ) || !projection.contains(&schema.get_column_root_idx(leaf))
-            {
+            if !projection.contains(&schema.get_column_root_idx(leaf)) {
                 continue;
             }
             let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
             let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(chunk.compressed_size())) else {
                 return Err(ReadError::new("a column chunk has a negative offset or size"));
             };
-            PageWalker::new(file, start, len, chunk.compression(), 0, 0)?.vet_sizes()?;
+            PageWalker::new(file, start, len, chunk.compression(), 0, 0)?.vet()?;
         }
         Ok(())
     }

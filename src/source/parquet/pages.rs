@@ -132,17 +132,20 @@ impl<'f> PageWalker<'f> {
         Ok(Some((header, at, body)))
     }
 
-    /// Checks every page's claimed size against what its codec can expand
-    /// its bytes to, for codecs whose decoder (in the parquet crate) fills
-    /// the claimed size before decompressing: a few bytes claiming 2 GiB
-    /// must be an error, not 2 GiB of memory.
-    pub fn vet_sizes(&mut self) -> Result<(), ReadError> {
-        let Some(ratio) = fill_ratio(self.codec) else {
-            return Ok(());
-        };
+    /// Reads every page header of the chunk before the parquet crate does:
+    /// each must decode within the chunk (that crate reads a hostile header
+    /// a byte per system call: seconds for a few hundred bytes), and, for
+    /// codecs whose decoder there fills the claimed size before
+    /// decompressing, claim no more than the codec can expand the page's
+    /// bytes to (a few bytes claiming 2 GiB must be an error, not 2 GiB of
+    /// memory).
+    pub fn vet(&mut self) -> Result<(), ReadError> {
+        let ratio = fill_ratio(self.codec);
         while let Some((header, at, _)) = self.next_header()? {
             let compressed = header.compressed as u64;
-            if header.uncompressed as u64 > compressed * ratio + 4096 {
+            if let Some(ratio) = ratio
+                && header.uncompressed as u64 > compressed * ratio + 4096
+            {
                 return Err(ReadError::new(format!(
                     "page at byte {at} claims {} bytes from {compressed} compressed bytes, more than {} can expand to",
                     header.uncompressed, self.codec
