@@ -52,27 +52,23 @@ fn index_list_int32(bencher: divan::Bencher) {
     });
 }
 
-/// A whole run over a 1M-row Parquet file (8 row groups).
-#[divan::bench(args = [false, true])]
-fn parquet_check(bencher: divan::Bencher, full_scan: bool) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("labels.parquet");
-    let labels: ArrayRef = Arc::new(Int64Array::from((0..ROWS as i64).map(|i| i % 1000).collect::<Vec<_>>()));
-    let batch = RecordBatch::try_from_iter([("label", labels)]).expect("batch");
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(Some(ROWS / 8))
-        .build();
-    let mut w = parquet::arrow::ArrowWriter::try_new(
-        std::fs::File::create(&data).expect("create"),
-        batch.schema(),
-        Some(props),
-    )
-    .expect("writer");
-    w.write(&batch).expect("write");
+/// Writes `batch` as a Parquet file in `dir` with the parquet crate's
+/// writer and plans a one-thread run of `schema_yaml` over it.
+fn parquet_plan(
+    dir: &std::path::Path,
+    batch: &RecordBatch,
+    props: parquet::file::properties::WriterProperties,
+    schema_yaml: &str,
+    full_scan: bool,
+) -> Plan {
+    let data = dir.join("data.parquet");
+    let file = std::fs::File::create(&data).expect("create");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("writer");
+    w.write(batch).expect("write");
     w.close().expect("close");
-    let schema = dir.path().join("s.yaml");
-    std::fs::write(&schema, "columns:\n  label: {kind: class, num_classes: 1000}\n").expect("schema");
-    let plan = Plan {
+    let schema = dir.join("s.yaml");
+    std::fs::write(&schema, schema_yaml).expect("schema");
+    Plan {
         schema,
         paths: vec![data],
         max_examples: 5,
@@ -81,7 +77,20 @@ fn parquet_check(bencher: divan::Bencher, full_scan: bool) {
             full_scan,
             progress: false,
         },
-    };
+    }
+}
+
+/// A whole run over a 1M-row Parquet file (8 row groups).
+#[divan::bench(args = [false, true])]
+fn parquet_check(bencher: divan::Bencher, full_scan: bool) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let labels: ArrayRef = Arc::new(Int64Array::from((0..ROWS as i64).map(|i| i % 1000).collect::<Vec<_>>()));
+    let batch = RecordBatch::try_from_iter([("label", labels)]).expect("batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(ROWS / 8))
+        .build();
+    let yaml = "columns:\n  label: {kind: class, num_classes: 1000}\n";
+    let plan = parquet_plan(dir.path(), &batch, props, yaml, full_scan);
     bencher
         .counter(divan::counter::ItemsCount::new(ROWS))
         .bench(|| preflight::check(&plan));
@@ -95,7 +104,6 @@ fn parquet_check(bencher: divan::Bencher, full_scan: bool) {
 fn parquet_list_lengths(bencher: divan::Bencher, full_scan: bool) {
     const IDS: usize = 4 << 20;
     let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("tokens.parquet");
     let values = Int32Array::from(
         (0..IDS as u32)
             .map(|i| (i.wrapping_mul(7919) % 30522) as i32)
@@ -109,30 +117,8 @@ fn parquet_list_lengths(bencher: divan::Bencher, full_scan: bool) {
         .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
         .set_max_row_group_row_count(Some(IDS / 256 / 4))
         .build();
-    let mut w = parquet::arrow::ArrowWriter::try_new(
-        std::fs::File::create(&data).expect("create"),
-        batch.schema(),
-        Some(props),
-    )
-    .expect("writer");
-    w.write(&batch).expect("write");
-    w.close().expect("close");
-    let schema = dir.path().join("s.yaml");
-    std::fs::write(
-        &schema,
-        "columns:\n  ids: {kind: index, size: 30522, max_length: 512}\n",
-    )
-    .expect("schema");
-    let plan = Plan {
-        schema,
-        paths: vec![data],
-        max_examples: 5,
-        scan: ScanOptions {
-            jobs: 1,
-            full_scan,
-            progress: false,
-        },
-    };
+    let yaml = "columns:\n  ids: {kind: index, size: 30522, max_length: 512}\n";
+    let plan = parquet_plan(dir.path(), &batch, props, yaml, full_scan);
     bencher
         .counter(divan::counter::ItemsCount::new(IDS))
         .bench(|| preflight::check(&plan));

@@ -268,7 +268,6 @@ fn check_unit(
     let mut positions = vec![None; o.positions.len()];
     // Columns whose values are proven but whose row shapes a length rule needs.
     let mut shaped = vec![false; o.positions.len()];
-    let mut shapes = Vec::with_capacity(o.projection.len());
     let mut unit_rows = None;
     for (ci, pos) in o.positions.iter().enumerate() {
         let Some(p) = *pos else { continue };
@@ -283,12 +282,10 @@ fn check_unit(
                 unit_rows = Some(s.rows);
             }
             stats => {
-                let shape = stats.is_some_and(|s| validator.shape_suffices(ci, &s));
-                if let Some(s) = stats.filter(|_| shape) {
+                if let Some(s) = stats.filter(|s| validator.shape_suffices(ci, s)) {
                     validator.note_proven(ci, &s, &mut tally);
+                    shaped[ci] = true;
                 }
-                shaped[ci] = shape;
-                shapes.push(shape);
                 positions[ci] = Some(projection.len());
                 projection.push(o.projection[p]);
             }
@@ -300,6 +297,12 @@ fn check_unit(
         tally.rows += rows;
         return (tally, errors);
     }
+    // Per projected column (projection follows schema column order).
+    let shapes: Vec<bool> = positions
+        .iter()
+        .zip(&shaped)
+        .filter_map(|(p, &s)| p.map(|_| s))
+        .collect();
     let result = source::guarded(|| {
         o.source.read_shapes(unit, &projection, &shapes, &mut |batch| {
             let columns: Vec<Option<ArrayRef>> = positions

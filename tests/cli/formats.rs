@@ -500,23 +500,7 @@ fn npy_memory_stays_at_the_units_in_flight() {
     let env = Env::new();
     env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 1000}\n");
     env.python("a = np.arange(20_000_000, dtype=np.int64) % 1000; a[19_999_999] = 1000; np.save('label.npy', a)");
-    env.write(
-        "peak.py",
-        r#"
-import os, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "check", "-s", "s.yaml", "label.npy", "--jobs", "2"], stdout=subprocess.DEVNULL)
-_, status, usage = os.wait4(p.pid, 0)
-print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
-"#,
-    );
-    let out = std::process::Command::new(crate::util::python_bin())
-        .args(["peak.py", env!("CARGO_BIN_EXE_preflight")])
-        .current_dir(env.path(""))
-        .output()
-        .expect("python");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (code, kb) = text.trim().split_once(' ').expect("two numbers");
-    assert_eq!(code, "1");
-    let kb: u64 = kb.parse().expect("KB");
+    let (code, kb, _) = env.peak(&["check", "-s", "s.yaml", "label.npy", "--jobs", "2"]);
+    assert_eq!(code, 1);
     assert!(kb < 120 * 1024, "peak RSS {kb} KB for a 160 MB file");
 }

@@ -106,30 +106,13 @@ fn hostile_page_levels_are_bounded_and_agree_with_full_scan() {
         "s.yaml",
         "columns:\n  ids: {kind: index, size: 1000, max_length: 2, nullable: true}\n",
     );
-    env.write(
-        "peak.py",
-        r#"
-import json, os, subprocess, sys
-binary, schema, path = sys.argv[1:4]
-runs = []
-for extra in ([], ["--full-scan"]):
-    p = subprocess.Popen([binary, "check", "--format", "json", "-s", schema, path, *extra], stdout=subprocess.PIPE)
-    out = p.stdout.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    runs.append([os.waitstatus_to_exitcode(status), usage.ru_maxrss, json.loads(out)])
-print(json.dumps(runs))
-"#,
-    );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/levels");
-    let run = |name: &str| -> Vec<(i32, u64, Value)> {
-        let out = std::process::Command::new(python_bin())
-            .args(["peak.py", env!("CARGO_BIN_EXE_preflight"), "s.yaml"])
-            .arg(dir.join(name))
-            .current_dir(env.dir.path())
-            .output()
-            .expect("python");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("json")
+    let run = |name: &str, extra: &[&str]| -> (i32, u64, Value) {
+        let path = dir.join(name).display().to_string();
+        let mut args = vec!["check", "--format", "json", "-s", "s.yaml", path.as_str()];
+        args.extend(extra);
+        let (code, kb, out) = env.peak(&args);
+        (code, kb, serde_json::from_str(&out).expect("json"))
     };
     let error = |r: &Value| r["errors"][0]["message"].as_str().unwrap_or_default().to_string();
     for (name, code) in [
@@ -138,8 +121,7 @@ print(json.dumps(runs))
         ("levels_claim_2gib.parquet", 2),
         ("bit_packed_levels.parquet", 1),
     ] {
-        let runs = run(name);
-        let (fast, full) = (&runs[0], &runs[1]);
+        let (fast, full) = (&run(name, &[]), &run(name, &["--full-scan"]));
         assert_eq!((fast.0, full.0), (code, code), "{name}");
         // The pages claim up to 2^27 rows and 2 GiB of levels.
         assert!(fast.1 < 64 * 1024, "{name}: peak RSS {} KB", fast.1);
@@ -358,24 +340,8 @@ fn fuzz_finds_stay_fixed() {
         }
         let r = env.run(&["check", "-s", "s.yaml", &path.to_string_lossy()]);
         assert_eq!(r.code, 2, "{name}: {}", r.stdout);
-        // Peak RSS, from the kernel's accounting of that one child.
-        let out = std::process::Command::new(python_bin())
-            .args([
-                "-c",
-                "import os, subprocess, sys\n\
-                 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n\
-                 print(os.wait4(p.pid, 0)[2].ru_maxrss)",
-                env!("CARGO_BIN_EXE_preflight"),
-                "check",
-                "-s",
-                "s.yaml",
-                "--full-scan",
-            ])
-            .arg(&path)
-            .current_dir(env.dir.path())
-            .output()
-            .expect("python");
-        let kb: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("KB");
+        let path = path.to_string_lossy();
+        let (_, kb, _) = env.peak(&["check", "-s", "s.yaml", "--full-scan", &path]);
         assert!(kb < 64 * 1024, "{name}: peak RSS {kb} KB");
     }
     assert!(seen > 0);

@@ -119,6 +119,26 @@ impl Env {
         )
     }
 
+    /// Runs `preflight ARGS`: (exit code, peak RSS in KB, stdout), the RSS
+    /// from the kernel's accounting of that one child (`os.wait4`).
+    pub fn peak(&self, args: &[&str]) -> (i32, u64, String) {
+        let script = "import json, os, subprocess, sys\n\
+            p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n\
+            out = p.stdout.read()\n\
+            _, status, usage = os.wait4(p.pid, 0)\n\
+            print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss, out.decode('utf-8', 'replace')]))";
+        let out = Command::new(python_bin())
+            .arg("-c")
+            .arg(script)
+            .arg(env!("CARGO_BIN_EXE_preflight"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .expect("python");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    }
+
     /// `preflight check --format json ARGS`, asserting the exit code.
     pub fn check_json(&self, args: &[&str], code: i32) -> Value {
         let mut all = vec!["check", "--format", "json"];

@@ -125,19 +125,30 @@ impl ParquetSource {
     /// before the parquet crate decodes them (see `PageWalker::vet`).
     fn vet_pages(&self, file: &File, unit: usize, projection: &[usize]) -> Result<(), ReadError> {
         let schema = self.meta.parquet_schema();
-        let rg = self.meta.metadata().row_group(unit);
         for leaf in 0..schema.num_columns() {
-            let chunk = rg.column(leaf);
-            if !projection.contains(&schema.get_column_root_idx(leaf)) {
-                continue;
+            if projection.contains(&schema.get_column_root_idx(leaf)) {
+                self.pages(file, unit, leaf)?.vet()?;
             }
-            let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
-            let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(chunk.compressed_size())) else {
-                return Err(ReadError::new("a column chunk has a negative offset or size"));
-            };
-            PageWalker::new(file, start, len, chunk.compression(), 0, 0)?.vet()?;
         }
         Ok(())
+    }
+
+    /// The pages of leaf column `leaf` in row group `unit`.
+    fn pages<'f>(&self, file: &'f File, unit: usize, leaf: usize) -> Result<PageWalker<'f>, ReadError> {
+        let chunk = self.meta.metadata().row_group(unit).column(leaf);
+        let descr = self.meta.parquet_schema().column(leaf);
+        let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
+        let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(chunk.compressed_size())) else {
+            return Err(ReadError::new("a column chunk has a negative offset or size"));
+        };
+        PageWalker::new(
+            file,
+            start,
+            len,
+            chunk.compression(),
+            descr.max_rep_level(),
+            descr.max_def_level(),
+        )
     }
 
     fn shape_reader<'f>(
@@ -147,29 +158,34 @@ impl ParquetSource {
         leaf: usize,
         element_def: i16,
     ) -> Result<ShapeReader<'f>, ReadError> {
-        let rg = self.meta.metadata().row_group(unit);
-        let chunk = rg.column(leaf);
         let descr = self.meta.parquet_schema().column(leaf);
-        let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
-        let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(chunk.compressed_size())) else {
-            return Err(ReadError::new("the column chunk has a negative offset or size"));
-        };
-        let pages = PageWalker::new(
-            file,
-            start,
-            len,
-            chunk.compression(),
-            descr.max_rep_level(),
-            descr.max_def_level(),
-        )?;
         ShapeReader::new(
-            pages,
+            self.pages(file, unit, leaf)?,
             descr.max_rep_level(),
             descr.max_def_level(),
             element_def,
-            u64::try_from(rg.num_rows()).unwrap_or(0),
+            self.footer_rows(unit),
         )
     }
+
+    /// Rows the footer says row group `unit` holds.
+    fn footer_rows(&self, unit: usize) -> u64 {
+        u64::try_from(self.meta.metadata().row_group(unit).num_rows()).unwrap_or(0)
+    }
+}
+
+/// Pages holding fewer rows than the footer says (whichever reader finds it).
+fn fewer_rows(footer_rows: u64, held: u64) -> ReadError {
+    ReadError::new(format!(
+        "the footer says {footer_rows} rows, the pages hold {held}: the file is truncated or corrupt"
+    ))
+}
+
+/// Pages holding more rows than the footer says (whichever reader finds it).
+fn more_rows(footer_rows: u64) -> ReadError {
+    ReadError::new(format!(
+        "the footer says {footer_rows} rows, the pages hold more: the file is corrupt"
+    ))
 }
 
 impl Source for ParquetSource {
@@ -265,7 +281,7 @@ impl Source for ParquetSource {
             .collect();
         if rest.is_empty() {
             let mut row = self.first_rows[unit];
-            let mut left = u64::try_from(self.meta.metadata().row_group(unit).num_rows()).unwrap_or(0);
+            let mut left = self.footer_rows(unit);
             while left > 0 {
                 let n = left.min(BATCH_ROWS as u64) as usize;
                 let batch = assemble(n, &[])?;
@@ -318,8 +334,7 @@ impl Source for ParquetSource {
             .map_err(|e| ReadError::from(e).at(at()))?;
         // The reader returns projected columns in file order.
         let (_, order) = super::file_order(projection);
-        let said = self.meta.metadata().row_group(unit).num_rows();
-        let said = u64::try_from(said).unwrap_or(0);
+        let said = self.footer_rows(unit);
         let mut row = self.first_rows[unit];
         for batch in reader {
             let batch = batch.map_err(|e| ReadError::from(e).at(at()))?;
@@ -327,7 +342,7 @@ impl Source for ParquetSource {
             // Pages holding more rows than the footer says: stop at once (a
             // few bytes can claim billions of rows).
             if row - self.first_rows[unit] + n > said {
-                return Err(shape::more_rows(said).at(at()));
+                return Err(more_rows(said).at(at()));
             }
             let batch = batch.project(&order).map_err(|e| ReadError::from(e).at(at()))?;
             sink(Batch { first_row: row, batch })?;
@@ -337,10 +352,7 @@ impl Source for ParquetSource {
         // early without an error: a truncated or lying file, not a checked one.
         let held = row - self.first_rows[unit];
         if held != said {
-            return Err(ReadError::new(format!(
-                "the footer says {said} rows, the pages hold {held}: the file is truncated or corrupt"
-            ))
-            .at(at()));
+            return Err(fewer_rows(said, held).at(at()));
         }
         Ok(())
     }

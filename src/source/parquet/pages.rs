@@ -46,7 +46,7 @@ pub(super) fn supported(codec: Compression) -> bool {
 pub(super) enum LevelEncoding {
     /// The RLE / bit-packing hybrid.
     Rle,
-    /// The deprecated bit-packed encoding (most significant bit first).
+    /// The deprecated bit-packed encoding (one bit stream for the page).
     BitPacked,
 }
 
@@ -75,7 +75,8 @@ pub(super) struct PageWalker<'f> {
     whole: Vec<u8>,
     /// The decompressed levels of the current page.
     plain: Vec<u8>,
-    zstd: zstd::zstd_safe::DCtx<'static>,
+    /// Created on the first zstd page, then reused.
+    zstd: Option<zstd::zstd_safe::DCtx<'static>>,
 }
 
 impl<'f> PageWalker<'f> {
@@ -105,7 +106,7 @@ impl<'f> PageWalker<'f> {
             compressed: Vec::new(),
             whole: Vec::new(),
             plain: Vec::new(),
-            zstd: zstd::zstd_safe::DCtx::create(),
+            zstd: None,
         })
     }
 
@@ -291,11 +292,11 @@ impl<'f> PageWalker<'f> {
         match self.codec {
             Compression::UNCOMPRESSED => read(&mut self.plain, &mut BufReader::with_capacity(16 << 10, span))?,
             Compression::ZSTD(_) => {
-                self.zstd
-                    .reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                let zstd = self.zstd.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+                zstd.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
                     .map_err(|_| ReadError::new("zstd: cannot reset the decoder"))?;
                 let mut reader =
-                    zstd::stream::read::Decoder::with_context(BufReader::with_capacity(32 << 10, span), &mut self.zstd);
+                    zstd::stream::read::Decoder::with_context(BufReader::with_capacity(32 << 10, span), zstd);
                 read(&mut self.plain, &mut reader)?
             }
             Compression::GZIP(_) => {

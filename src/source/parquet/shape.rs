@@ -98,13 +98,6 @@ impl<'f> ShapeReader<'f> {
         Ok(())
     }
 
-    fn mismatch(&self, held: u64) -> ReadError {
-        ReadError::new(format!(
-            "the footer says {} rows, the pages hold {held}: the file is truncated or corrupt",
-            self.footer_rows
-        ))
-    }
-
     /// The next `n` rows as a list array whose elements are nulls: the
     /// shape of the column, offsets and row nulls exact.
     pub fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
@@ -117,7 +110,7 @@ impl<'f> ShapeReader<'f> {
             buffered.saturating_sub(1)
         };
         if complete < n {
-            return Err(self.mismatch(self.handed + complete as u64));
+            return Err(super::fewer_rows(self.footer_rows, self.handed + complete as u64));
         }
         let mut offsets = Vec::with_capacity(n + 1);
         let mut total = 0u64;
@@ -146,21 +139,13 @@ impl<'f> ShapeReader<'f> {
     pub fn finish(&mut self) -> Result<(), ReadError> {
         self.fill(1)?;
         if !self.rows.lens.is_empty() {
-            return Err(more_rows(self.footer_rows));
+            return Err(super::more_rows(self.footer_rows));
         }
         if self.handed != self.footer_rows {
-            return Err(self.mismatch(self.handed));
+            return Err(super::fewer_rows(self.footer_rows, self.handed));
         }
         Ok(())
     }
-}
-
-/// The error for pages holding rows past the footer's count (the same
-/// whichever reader finds it).
-pub(super) fn more_rows(footer_rows: u64) -> ReadError {
-    ReadError::new(format!(
-        "the footer says {footer_rows} rows, the pages hold more: the file is corrupt"
-    ))
 }
 
 /// Walks the current page's levels until it ends or `want` rows are
