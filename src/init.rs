@@ -14,7 +14,7 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::DataType;
 use serde_json::Value as Json;
 
-use crate::source::{self, discover};
+use crate::source::{self, layouts::discover};
 
 /// Rows profiled per file: enough to see the classes, cheap on big files.
 const PROFILE_ROWS: u64 = 200_000;

@@ -100,7 +100,7 @@ pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan:
 /// least `split_bytes` bytes. Paths that match nothing are units that carry
 /// their error. Check them with [`scan::check_units`].
 pub fn plan_paths(paths: &[PathBuf], split_bytes: u64) -> Vec<scan::WorkUnit> {
-    let (files, discover_errors) = source::discover::discover(paths);
+    let (files, discover_errors) = source::layouts::discover::discover(paths);
     let mut units = scan::plan_units(&files, split_bytes);
     units.extend(discover_errors.iter().map(|e| scan::WorkUnit {
         path: e.file().unwrap_or_default().into(),
@@ -114,9 +114,9 @@ pub fn plan_paths(paths: &[PathBuf], split_bytes: u64) -> Vec<scan::WorkUnit> {
 
 /// The schema compiled, and the files a plan names (with the errors of
 /// paths that matched nothing).
-fn prepare(plan: &Plan) -> Result<(Validator, Vec<source::discover::DataFile>, Vec<ErrorEntry>), Report> {
+fn prepare(plan: &Plan) -> Result<(Validator, Vec<source::layouts::discover::DataFile>, Vec<ErrorEntry>), Report> {
     let (validator, paths) = schema_and_paths(plan)?;
-    let (files, discover_errors) = source::discover::discover(&paths);
+    let (files, discover_errors) = source::layouts::discover::discover(&paths);
     Ok((validator, files, discover_errors.iter().map(ErrorEntry::from).collect()))
 }
 

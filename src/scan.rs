@@ -13,7 +13,7 @@ use crate::check::Validator;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::{ErrorEntry, Partial, Tally};
-use crate::source::discover::DataFile;
+use crate::source::layouts::discover::DataFile;
 use crate::source::{self, Source};
 
 /// How a scan runs.

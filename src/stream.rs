@@ -9,19 +9,11 @@
 
 use std::io::{ErrorKind, Read, Write};
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use arrow::array::{ArrayRef, RecordBatch};
 use arrow::buffer::Buffer;
-use arrow::datatypes::SchemaRef;
-use arrow::ipc::MessageHeader;
-use arrow::ipc::convert::try_fb_to_schema;
-use arrow::ipc::reader::{read_dictionary, read_record_batch};
 
 use crate::check::Validator;
 use crate::report::{ErrorEntry, Partial};
-use crate::source::ipc::{parse, vet};
+use crate::source::formats::ipc::message::{Decoder, next_message};
 use crate::source::{ReadError, guarded};
 
 /// What a stream check found.
@@ -121,148 +113,4 @@ pub fn check_stream(
         }
     }
     StreamResult { partial, stopped }
-}
-
-/// One IPC message as read: its exact bytes (prefix, flatbuffer, body),
-/// with where the flatbuffer and the body start.
-struct Message {
-    bytes: Vec<u8>,
-    flat: usize,
-    body: usize,
-    is_end: bool,
-}
-
-/// Turns messages into batches: the schema, then dictionaries and record
-/// batches, each decoded from its own bytes as soon as it is read (a batch
-/// with an empty body included), so what is passed on has been checked.
-#[derive(Default)]
-struct Decoder {
-    schema: Option<SchemaRef>,
-    dictionaries: HashMap<i64, ArrayRef>,
-}
-
-impl Decoder {
-    /// Decodes the message in `bytes` (flatbuffer at `flat`, body at `body`):
-    /// `Some` batch for a record batch.
-    fn decode(&mut self, bytes: &Buffer, flat: usize, body: usize) -> Result<Option<RecordBatch>, ReadError> {
-        let message = parse(&bytes.as_slice()[flat..body])?;
-        let data = bytes.slice(body);
-        let version = message.version();
-        match message.header_type() {
-            MessageHeader::Schema => {
-                if self.schema.is_some() {
-                    return Err(ReadError::new("a second schema in one stream"));
-                }
-                let fb = message
-                    .header_as_schema()
-                    .ok_or_else(|| ReadError::new("a schema message without a schema"))?;
-                self.schema = Some(Arc::new(try_fb_to_schema(fb)?));
-                Ok(None)
-            }
-            MessageHeader::DictionaryBatch => {
-                let schema = self
-                    .schema
-                    .as_ref()
-                    .ok_or_else(|| ReadError::new("a dictionary before the schema"))?;
-                let batch = message
-                    .header_as_dictionary_batch()
-                    .ok_or_else(|| ReadError::new("a dictionary message without a dictionary"))?;
-                read_dictionary(&data, batch, schema, &mut self.dictionaries, &version)?;
-                Ok(None)
-            }
-            MessageHeader::RecordBatch => {
-                let schema = self
-                    .schema
-                    .clone()
-                    .ok_or_else(|| ReadError::new("a record batch before the schema"))?;
-                let batch = message
-                    .header_as_record_batch()
-                    .ok_or_else(|| ReadError::new("a record batch message without a batch"))?;
-                Ok(Some(read_record_batch(
-                    &data,
-                    batch,
-                    schema,
-                    &self.dictionaries,
-                    None,
-                    &version,
-                )?))
-            }
-            MessageHeader::NONE => Ok(None),
-            other => Err(ReadError::new(format!("unexpected {other:?} message in a stream"))),
-        }
-    }
-}
-
-/// Reads the next message; `None` at a clean end of input between messages.
-fn next_message(input: &mut dyn Read) -> Result<Option<Message>, ReadError> {
-    let mut bytes = Vec::new();
-    let Some(first) = read_word(input, &mut bytes)? else {
-        return Ok(None);
-    };
-    // A continuation marker and a length precede the flatbuffer (older
-    // writers: the length alone).
-    let len = if first == 0xffff_ffff {
-        read_word(input, &mut bytes)?.ok_or_else(|| ReadError::new("truncated: the stream ends inside a message"))?
-    } else {
-        first
-    };
-    if len == 0 {
-        let at = bytes.len();
-        return Ok(Some(Message {
-            bytes,
-            flat: at,
-            body: at,
-            is_end: true,
-        }));
-    }
-    let len = i32::try_from(len).map_err(|_| ReadError::new("negative message length"))?;
-    read_exactly(input, &mut bytes, len as u64)?;
-    let flat_start = bytes.len() - len as usize;
-    let message = parse(&bytes[flat_start..])?;
-    let body_len = u64::try_from(message.bodyLength()).map_err(|_| ReadError::new("negative body length"))?;
-    let body_start = bytes.len();
-    // The body is read before it is vetted, but only as far as the input
-    // really holds bytes: a lying length costs no more than the input.
-    read_exactly(input, &mut bytes, body_len)?;
-    let message = parse(&bytes[flat_start..body_start])?;
-    let body = &bytes[body_start..];
-    vet(&message, &mut |offset| {
-        let at = usize::try_from(offset).unwrap_or(usize::MAX);
-        body.get(at..at.saturating_add(8))
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| ReadError::new("a buffer lies outside its message body"))
-    })?;
-    Ok(Some(Message {
-        bytes,
-        flat: flat_start,
-        body: body_start,
-        is_end: false,
-    }))
-}
-
-/// Reads a little-endian u32 onto `bytes`; `None` at end of input before it.
-fn read_word(input: &mut dyn Read, bytes: &mut Vec<u8>) -> Result<Option<u32>, ReadError> {
-    let mut word = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        match input.read(&mut word[got..]) {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(ReadError::new("truncated: the stream ends inside a message")),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    bytes.extend_from_slice(&word);
-    Ok(Some(u32::from_le_bytes(word)))
-}
-
-/// Appends exactly `n` bytes of `input` to `bytes`, growing only as they come.
-fn read_exactly(input: &mut dyn Read, bytes: &mut Vec<u8>, n: u64) -> Result<(), ReadError> {
-    let before = bytes.len() as u64;
-    input.take(n).read_to_end(bytes)?;
-    if bytes.len() as u64 - before != n {
-        return Err(ReadError::new("truncated: the stream ends inside a message"));
-    }
-    Ok(())
 }

@@ -12,6 +12,7 @@
 
 mod leaf;
 mod list;
+mod stats;
 
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use arrow::datatypes::DataType;
@@ -20,6 +21,7 @@ use crate::report::{ErrorEntry, Partial, Tally};
 use crate::schema::{ColumnSpec, Number, Rule, Schema, ValueRule, cmp_int_float};
 
 pub use leaf::Verdict;
+pub use stats::UnitStats;
 
 /// Report slots of one column's rules.
 #[derive(Debug, Clone, Copy)]
@@ -427,7 +429,7 @@ impl Validator {
 
     /// Whether metadata statistics prove schema column `ci` valid in a unit,
     /// so its values need not be decoded. Length rules always need data.
-    pub fn proven_by(&self, ci: usize, stats: &crate::source::UnitStats) -> bool {
+    pub fn proven_by(&self, ci: usize, stats: &UnitStats) -> bool {
         let col = &self.columns[ci];
         // Length rules need the data, its own or a column comparing with it.
         if col.spec.has_length_rules() || self.columns.iter().any(|c| c.spec.same_length_as == Some(ci)) {
@@ -439,12 +441,12 @@ impl Validator {
     /// Whether statistics prove the values of a list column valid in a unit
     /// so that its row shapes (nulls and lengths, not values) finish the
     /// check. A `pad_id` makes lengths depend on values.
-    pub fn shape_suffices(&self, ci: usize, stats: &crate::source::UnitStats) -> bool {
+    pub fn shape_suffices(&self, ci: usize, stats: &UnitStats) -> bool {
         stats.repeated && self.columns[ci].spec.pad_id.is_none() && self.values_proven(ci, stats)
     }
 
     /// Whether statistics prove every value rule of column `ci` in a unit.
-    fn values_proven(&self, ci: usize, stats: &crate::source::UnitStats) -> bool {
+    fn values_proven(&self, ci: usize, stats: &UnitStats) -> bool {
         let col = &self.columns[ci];
         let Some(iv) = col.interval else { return false };
         let in_range = iv.lo <= stats.min && stats.max <= iv.hi;
@@ -457,7 +459,7 @@ impl Validator {
     /// Notes what statistics showed of a proven column (for hints).
     /// A minimum is only written for a unit holding a value; the null count
     /// cannot tell (in a list column it also counts empty lists).
-    pub fn note_proven(&self, ci: usize, stats: &crate::source::UnitStats, tally: &mut Tally) {
+    pub fn note_proven(&self, ci: usize, stats: &UnitStats, tally: &mut Tally) {
         let col = &self.columns[ci];
         if col.tracks_min() {
             tally.checks[col.slots.value].evidence.seen_min(stats.min);

@@ -1,5 +1,10 @@
 //! Sources: one reader per file format, all yielding Arrow arrays.
 //!
+//! Three concerns, three folders: [`storage`] (how bytes are reached),
+//! [`formats`] (one decoder per format), [`layouts`] (how paths and names
+//! become files and tables). Adding a format touches `formats/` and the
+//! [`Format`] list here.
+//!
 //! Everything after this module sees `RecordBatch`es only; the check kernels
 //! never learn which format a value came from. A reader splits its file into
 //! *units* (Parquet row groups, IPC record batches, row ranges of a NumPy
@@ -9,19 +14,17 @@
 //! Readers report problems as [`ReadError`]s, which carry the cause and where
 //! inside the file it happened; the scanner adds the file's path.
 
-pub mod csv;
-pub mod discover;
-pub mod ipc;
-pub mod jsonl;
-pub mod npy;
-pub mod parquet;
-mod textcol;
+pub mod formats;
+pub mod layouts;
+pub mod storage;
 
 use std::fmt;
 use std::path::Path;
 
 use arrow::array::RecordBatch;
 use arrow::error::ArrowError;
+
+use crate::check::UnitStats;
 
 /// Rows per batch handed to the checks: large enough to amortise per-batch
 /// work, small enough that a few batches per thread stay in cache and memory.
@@ -75,22 +78,6 @@ pub trait Source: Send + Sync {
     fn unit_stats(&self, _unit: usize, _column: usize) -> Option<UnitStats> {
         None
     }
-}
-
-/// What a format's metadata proves about one column of one unit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct UnitStats {
-    /// Exact smallest value (integers only).
-    pub min: i128,
-    /// Exact largest value (integers only).
-    pub max: i128,
-    /// Exact number of nulls (for a list column: leaf slots without a
-    /// value, which include empty lists and null rows).
-    pub null_count: u64,
-    /// Rows in the unit.
-    pub rows: u64,
-    /// Whether the column is a list (its values are list elements).
-    pub repeated: bool,
 }
 
 /// A failure inside one file: what went wrong and, where known, where.
@@ -203,6 +190,28 @@ impl Format {
     }
 }
 
+impl Format {
+    /// The format a file's first bytes say it has, for a file named on the
+    /// command line whose extension says nothing (`x.arrow_file`,
+    /// `data.stream`): Parquet, Arrow IPC (file or stream) and NumPy `.npy`
+    /// start with their own magic numbers.
+    pub fn from_content(path: &Path) -> Option<Format> {
+        let mut head = [0u8; 8];
+        let mut file = std::fs::File::open(path).ok()?;
+        let n = std::io::Read::read(&mut file, &mut head).ok()?;
+        let head = &head[..n];
+        if head.starts_with(b"PAR1") {
+            Some(Format::Parquet)
+        } else if head.starts_with(b"ARROW1") || head.starts_with(&[0xff; 4]) {
+            Some(Format::Ipc)
+        } else if head.starts_with(b"\x93NUMPY") {
+            Some(Format::Npy)
+        } else {
+            None
+        }
+    }
+}
+
 /// Opens a data file as a [`Source`], choosing the reader by its format.
 pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
     // A FIFO, socket or device named like a data file would block or never
@@ -216,13 +225,13 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
         };
         return Err(ReadError::new(format!("{what}: preflight reads regular files only")));
     }
-    match Format::from_path(path) {
-        Some(Format::Parquet) => Ok(Box::new(parquet::ParquetSource::open(path)?)),
-        Some(Format::Csv) => Ok(Box::new(csv::CsvSource::open(path)?)),
-        Some(Format::Jsonl) => Ok(Box::new(jsonl::JsonlSource::open(path)?)),
-        Some(Format::Ipc) => Ok(Box::new(ipc::IpcSource::open(path)?)),
-        Some(Format::Npy) => Ok(Box::new(npy::NpySource::open(path)?)),
-        Some(Format::Npz) => Ok(Box::new(npy::NpzSource::open(path)?)),
+    match Format::from_path(path).or_else(|| Format::from_content(path)) {
+        Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open(path)?)),
+        Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(path)?)),
+        Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(path)?)),
+        Some(Format::Ipc) => Ok(Box::new(formats::ipc::IpcSource::open(path)?)),
+        Some(Format::Npy) => Ok(Box::new(formats::npy::NpySource::open(path)?)),
+        Some(Format::Npz) => Ok(Box::new(formats::npy::NpzSource::open(path)?)),
         None => Err(ReadError::new("not a file of a known format")),
     }
 }
@@ -260,25 +269,6 @@ pub fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, ReadErr
             Err(ReadError::new(format!("the reader failed on this file ({what})")))
         }
     }
-}
-
-/// Maps pages of a memory-mapped file in one call rather than a fault at a
-/// time (Linux 5.14 and later; elsewhere they fault in as they are read).
-pub(crate) fn populate(data: &memmap2::Mmap, start: usize, len: usize) {
-    #[cfg(target_os = "linux")]
-    let _ = data.advise_range(memmap2::Advice::PopulateRead, start, len);
-    #[cfg(not(target_os = "linux"))]
-    let _ = (data, start, len);
-}
-
-/// Lets the kernel drop mapped pages already checked, so the process's
-/// resident memory stays at the work in flight rather than growing to the
-/// file's size.
-pub(crate) fn release(data: &memmap2::Mmap, start: usize, len: usize) {
-    // SAFETY: the map is read-only and file-backed: dropped pages are read
-    // again from the file if touched (an array still holding them included),
-    // nothing can be lost.
-    let _ = unsafe { data.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
 }
 
 /// The Python with the foreign writers (numpy, pyarrow) that unit tests use

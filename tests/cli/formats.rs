@@ -504,3 +504,39 @@ fn npy_memory_stays_at_the_units_in_flight() {
     assert_eq!(code, 1);
     assert!(kb < 120 * 1024, "peak RSS {kb} KB for a 160 MB file");
 }
+
+/// A JSON number beyond f64 is an infinity, as Python's `json` reads it:
+/// a violation at its row, not an unreadable file. Strings that merely look
+/// like the stand-in preflight uses are left alone.
+#[test]
+fn json_lines_numbers_beyond_f64_are_infinities_at_their_rows() {
+    let env = Env::new();
+    env.python(
+        r#"
+lines = ['{"label": 1, "score": 0.5}', '{"label": 1e400, "score": 0.5}', '{"label": 0, "score": -1E+999}',
+         '{"label": 2, "score": 1e308, "note": "\\u0001preflight:inf+"}', '{"label": -12e9999, "note": "1e400"}']
+open('a.jsonl', 'w').write('\n'.join(lines) + '\n')
+# Python's own reading, the oracle: infinities at rows 1, 2 and 4.
+vals = [json.loads(l) for l in lines]
+assert vals[1]['label'] == float('inf') and vals[2]['score'] == float('-inf') and vals[4]['label'] == float('-inf')
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  label: {kind: class, num_classes: 3}\n  score: {kind: range, min: 0, max: 1, nullable: true}\n  note: {kind: values, allowed: [\"\\u0001preflight:inf+\", \"1e400\"], nullable: true}\n",
+    );
+    let r = env.check_json(&["-s", "s.yaml", "a.jsonl"], 1);
+    assert_eq!(r["rows"], 5);
+    let (n, ex) = hits(&r, "label", "not_integer");
+    assert_eq!(n, 2);
+    assert_eq!(
+        ex.iter().map(|(_, row, v)| (*row, v.clone())).collect::<Vec<_>>(),
+        vec![(1, serde_json::json!("inf")), (4, serde_json::json!("-inf"))]
+    );
+    let (n, ex) = hits(&r, "score", "range");
+    assert_eq!(n, 2, "-inf and 1e308 are out of [0, 1]");
+    assert_eq!(ex.iter().map(|(_, row, _)| *row).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(ex[0].2, serde_json::json!("-inf"));
+    // The strings are data, whatever they look like.
+    assert_eq!(hits(&r, "note", "values").0, 0);
+}

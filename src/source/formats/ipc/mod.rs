@@ -9,10 +9,15 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatch;
-use arrow::ipc::reader::{FileReader, StreamReader, read_footer_length};
+use arrow::buffer::Buffer;
+use arrow::ipc::reader::read_footer_length;
 use arrow::ipc::{Message, root_as_footer, root_as_message};
 
-use super::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
+use message::{Decoder, next_message};
+
+mod endian;
+pub(crate) mod message;
 
 const FILE_MAGIC: &[u8; 6] = b"ARROW1";
 
@@ -27,8 +32,26 @@ const MAX_BUFFER_BYTES: i64 = 1 << 32;
 pub struct IpcSource {
     path: PathBuf,
     columns: Vec<String>,
-    /// `None` for a stream; for a file, the file row of each batch's first row.
-    batches: Option<Vec<u64>>,
+    /// `None` for a stream; for a file, its footer's blocks.
+    file: Option<FileIndex>,
+}
+
+/// Where an IPC file's messages are, from its footer.
+struct FileIndex {
+    /// The footer's bytes (its schema is read again for each unit).
+    footer: Vec<u8>,
+    dictionaries: Vec<Block>,
+    batches: Vec<Block>,
+    /// File row of each record batch's first row.
+    first_rows: Vec<u64>,
+}
+
+/// A message of a file: where it starts, its metadata and body lengths.
+#[derive(Clone, Copy)]
+struct Block {
+    offset: u64,
+    meta: u64,
+    body: u64,
 }
 
 impl IpcSource {
@@ -37,27 +60,28 @@ impl IpcSource {
         let mut head = [0u8; 6];
         let n = File::open(path)?.read(&mut head)?;
         if n == 6 && &head == FILE_MAGIC {
-            // Vetted first: the reader allocates what the footer's blocks declare.
-            let first_rows = index_file(path)?;
-            let reader = FileReader::try_new(File::open(path)?, None)?;
-            let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
-            if first_rows.len() != reader.num_batches() {
-                return Err(ReadError::new("the footer's record batches cannot be read"));
-            }
+            let index = index_file(path)?;
+            let footer = root_as_footer(&index.footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+            let schema = footer
+                .schema()
+                .ok_or_else(|| ReadError::new("the footer has no schema"))?;
+            let decoder = Decoder::with_schema(schema, None)?;
+            let columns = decoder
+                .schema
+                .as_ref()
+                .map(|s| s.fields().iter().map(|f| f.name().clone()).collect())
+                .unwrap_or_default();
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
-                batches: Some(first_rows),
+                file: Some(index),
             })
         } else {
-            let reader = StreamReader::try_new(BufReader::new(File::open(path)?), None)
-                .map_err(|e| ReadError::new(format!("not an Arrow IPC file or stream: {e}")))?;
-            let columns = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
-            vet_stream(path)?;
+            let columns = vet_stream(path)?;
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
-                batches: None,
+                file: None,
             })
         }
     }
@@ -69,7 +93,7 @@ impl Source for IpcSource {
     }
 
     fn units(&self) -> usize {
-        self.batches.as_ref().map_or(1, Vec::len)
+        self.file.as_ref().map_or(1, |f| f.batches.len())
     }
 
     fn read(
@@ -78,8 +102,8 @@ impl Source for IpcSource {
         projection: &[usize],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        // Readers project in file order; put the columns in the asked order.
-        let (sorted, order) = super::file_order(projection);
+        // The decoder projects in file order; put the columns in the asked order.
+        let (sorted, order) = crate::source::file_order(projection);
         let mut emit = |first_row: u64, batch: RecordBatch| -> Result<(), ReadError> {
             let batch = batch.project(&order)?;
             // IPC batches can be large: hand them on in bounded slices.
@@ -94,25 +118,51 @@ impl Source for IpcSource {
             }
             Ok(())
         };
-        match &self.batches {
-            Some(first_rows) => {
+        match &self.file {
+            Some(index) => {
                 let at = || format!("record batch {unit}");
-                let mut reader = FileReader::try_new(File::open(&self.path)?, Some(sorted.clone()))?;
-                let first_row = first_rows.get(unit).copied().unwrap_or(0);
-                reader.set_index(unit).map_err(|e| ReadError::from(e).at(at()))?;
-                match reader.next() {
-                    Some(batch) => emit(first_row, batch.map_err(|e| ReadError::from(e).at(at()))?),
-                    None => Err(ReadError::new("record batch is missing").at(at())),
+                let block = *index
+                    .batches
+                    .get(unit)
+                    .ok_or_else(|| ReadError::new("record batch is missing").at(at()))?;
+                let footer =
+                    root_as_footer(&index.footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+                let schema = footer
+                    .schema()
+                    .ok_or_else(|| ReadError::new("the footer has no schema"))?;
+                let mut decoder = Decoder::with_schema(schema, Some(sorted))?;
+                let mut bytes = Bytes::open(&self.path)?;
+                for (i, d) in index.dictionaries.iter().enumerate() {
+                    let (buf, flat, body) = bytes.block(d).map_err(|e| e.at(format!("dictionary {i}")))?;
+                    decoder
+                        .decode(&buf, flat, body)
+                        .map_err(|e| e.at(format!("dictionary {i}")))?;
+                }
+                let (buf, flat, body) = bytes.block(&block).map_err(|e| e.at(at()))?;
+                match decoder.decode(&buf, flat, body).map_err(|e| e.at(at()))? {
+                    Some(batch) => emit(index.first_rows[unit], batch),
+                    None => Err(ReadError::new("not a record batch").at(at())),
                 }
             }
             None => {
-                let reader = StreamReader::try_new(BufReader::new(File::open(&self.path)?), Some(sorted.clone()))?;
-                let mut row = 0u64;
-                for (i, batch) in reader.enumerate() {
-                    let batch = batch.map_err(|e| ReadError::from(e).at(format!("record batch {i}")))?;
-                    let n = batch.num_rows() as u64;
-                    emit(row, batch)?;
-                    row += n;
+                let mut input = BufReader::with_capacity(1 << 20, File::open(&self.path)?);
+                let mut decoder = Decoder::default().project(sorted);
+                let (mut row, mut i) = (0u64, 0usize);
+                while let Some(message) = next_message(&mut input).map_err(|e| e.at(format!("message {i}")))? {
+                    if message.is_end {
+                        break;
+                    }
+                    let (flat, body) = (message.flat, message.body);
+                    let buf = Buffer::from_vec(message.bytes);
+                    if let Some(batch) = decoder
+                        .decode(&buf, flat, body)
+                        .map_err(|e| e.at(format!("message {i}")))?
+                    {
+                        let n = batch.num_rows() as u64;
+                        emit(row, batch)?;
+                        row += n;
+                    }
+                    i += 1;
                 }
                 Ok(())
             }
@@ -167,6 +217,18 @@ impl Bytes {
         let total = meta_len.unwrap_or(head + flat_len);
         let flat = self.read_at(pos + head, total.saturating_sub(head))?;
         Ok(Some((flat, pos + total)))
+    }
+
+    /// A file block's bytes (message and body), with where its flatbuffer
+    /// and its body start.
+    fn block(&mut self, b: &Block) -> Result<(Buffer, usize, usize), ReadError> {
+        let bytes = self.read_at(b.offset, b.meta.saturating_add(b.body))?;
+        let head = if bytes.starts_with(&[0xff; 4]) { 8 } else { 4 };
+        let meta = usize::try_from(b.meta).map_err(|_| ReadError::new("block too large"))?;
+        if meta < head {
+            return Err(ReadError::new("a block's metadata is shorter than its prefix"));
+        }
+        Ok((Buffer::from_vec(bytes), head, meta))
     }
 
     /// Vets the compressed buffers of `message`, whose body starts at `body`.
@@ -224,18 +286,19 @@ pub(crate) fn parse(flat: &[u8]) -> Result<Message<'_>, ReadError> {
 }
 
 /// Reads an IPC file's footer and its messages' headers (bodies are not
-/// read): returns the file row of each record batch's first row (the footer
-/// holds no row counts) and vets every compressed buffer. Messages are found
-/// through the footer, since writers need not repeat the stream in a file.
-fn index_file(path: &Path) -> Result<Vec<u64>, ReadError> {
+/// read): where its dictionaries and record batches are, the file row of
+/// each batch's first row (the footer holds no row counts), every
+/// compressed buffer vetted. Messages are found through the footer, since
+/// writers need not repeat the stream in a file.
+fn index_file(path: &Path) -> Result<FileIndex, ReadError> {
     let mut bytes = Bytes::open(path)?;
     let len = bytes.len;
     let trailer: [u8; 10] = bytes.read_at(len.saturating_sub(10), 10)?.try_into().unwrap_or([0; 10]);
     let footer_len = read_footer_length(trailer)? as u64;
-    let footer = bytes.read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
-    let footer = root_as_footer(&footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+    let footer_bytes = bytes.read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
+    let footer = root_as_footer(&footer_bytes).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
     // A block (message and body) must lie inside the file.
-    let block = |b: &arrow::ipc::Block| -> Result<(u64, u64), ReadError> {
+    let block = |b: &arrow::ipc::Block| -> Result<Block, ReadError> {
         let offset = u64::try_from(b.offset()).map_err(|_| ReadError::new("negative block offset"))?;
         let meta = u64::try_from(b.metaDataLength()).map_err(|_| ReadError::new("negative block length"))?;
         let body = u64::try_from(b.bodyLength()).map_err(|_| ReadError::new("negative body length"))?;
@@ -249,25 +312,30 @@ fn index_file(path: &Path) -> Result<Vec<u64>, ReadError> {
                 meta.saturating_add(body)
             )));
         }
-        Ok((offset, meta))
+        Ok(Block { offset, meta, body })
     };
+    let mut dictionaries = Vec::new();
     for (i, b) in footer.dictionaries().into_iter().flatten().enumerate() {
-        let (offset, meta) = block(b)?;
-        if let Some((flat, body)) = bytes
-            .message_at(offset, Some(meta))
-            .map_err(|e| e.at(format!("dictionary {i}")))?
-        {
-            let message = parse(&flat).map_err(|e| e.at(format!("dictionary {i}")))?;
-            bytes.vet(&message, body).map_err(|e| e.at(format!("dictionary {i}")))?;
+        let at = || format!("dictionary {i}");
+        let d = block(b).map_err(|e| e.at(at()))?;
+        let (flat, body) = bytes
+            .message_at(d.offset, Some(d.meta))
+            .map_err(|e| e.at(at()))?
+            .ok_or_else(|| ReadError::new("not a dictionary").at(at()))?;
+        let message = parse(&flat).map_err(|e| e.at(at()))?;
+        if message.header_as_dictionary_batch().is_none() {
+            return Err(ReadError::new("not a dictionary").at(at()));
         }
+        bytes.vet(&message, body).map_err(|e| e.at(at()))?;
+        dictionaries.push(d);
     }
-    let mut first_rows = Vec::new();
+    let (mut batches, mut first_rows) = (Vec::new(), Vec::new());
     let mut next = 0u64;
     for (i, b) in footer.recordBatches().into_iter().flatten().enumerate() {
         let at = || format!("record batch {i}");
-        let (offset, meta) = block(b).map_err(|e| e.at(at()))?;
+        let r = block(b).map_err(|e| e.at(at()))?;
         let (flat, body) = bytes
-            .message_at(offset, Some(meta))
+            .message_at(r.offset, Some(r.meta))
             .map_err(|e| e.at(at()))?
             .ok_or_else(|| ReadError::new("not a record batch").at(at()))?;
         let message = parse(&flat).map_err(|e| e.at(at()))?;
@@ -276,16 +344,37 @@ fn index_file(path: &Path) -> Result<Vec<u64>, ReadError> {
             .header_as_record_batch()
             .map(|b| b.length())
             .ok_or_else(|| ReadError::new("not a record batch").at(at()))?;
+        batches.push(r);
         first_rows.push(next);
         next = next.saturating_add(u64::try_from(rows).map_err(|_| ReadError::new("negative row count").at(at()))?);
     }
-    Ok(first_rows)
+    Ok(FileIndex {
+        footer: footer_bytes,
+        dictionaries,
+        batches,
+        first_rows,
+    })
 }
 
 /// Walks an IPC stream's messages (headers only) and vets every compressed
-/// buffer, before the stream reader allocates anything they declare.
-fn vet_stream(path: &Path) -> Result<(), ReadError> {
+/// buffer, before the decoder allocates anything they declare; returns the
+/// names of the columns of the stream's schema.
+fn vet_stream(path: &Path) -> Result<Vec<String>, ReadError> {
     let mut bytes = Bytes::open(path)?;
+    let not_ipc = |e: ReadError| ReadError::new(format!("not an Arrow IPC file or stream: {}", e.message));
+    let (flat, _) = bytes
+        .message_at(0, None)
+        .map_err(not_ipc)?
+        .ok_or_else(|| not_ipc(ReadError::new("no schema")))?;
+    let first = parse(&flat).map_err(not_ipc)?;
+    let schema = first
+        .header_as_schema()
+        .ok_or_else(|| not_ipc(ReadError::new("the first message is not a schema")))?;
+    let columns = Decoder::with_schema(schema, None)
+        .map_err(not_ipc)?
+        .schema
+        .map(|s| s.fields().iter().map(|f| f.name().clone()).collect())
+        .unwrap_or_default();
     let mut pos = 0u64;
     let mut i = 0usize;
     while pos + 4 <= bytes.len {
@@ -308,5 +397,5 @@ fn vet_stream(path: &Path) -> Result<(), ReadError> {
             })?;
         i += 1;
     }
-    Ok(())
+    Ok(columns)
 }

@@ -6,8 +6,11 @@
 //! whose values are proven but whose lengths a rule needs, the row shapes
 //! read from the pages' levels alone ([`Source::read_shapes`], `shape`).
 
+mod footer;
 mod pages;
+mod patched;
 mod shape;
+mod thrift;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,8 +23,10 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::basic::{Repetition, SortOrder, Type as PhysicalType};
 use parquet::file::statistics::Statistics;
 
-use super::{BATCH_ROWS, Batch, ReadError, Source, UnitStats};
+use crate::check::UnitStats;
+use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 use pages::PageWalker;
+use patched::Patched;
 use shape::ShapeReader;
 
 /// Rows per decoded batch. Small batches keep the decoder's buffers in
@@ -39,13 +44,25 @@ pub struct ParquetSource {
     first_rows: Vec<u64>,
     /// For each top-level column, its leaf column when it has exactly one.
     leaf_of: Vec<Option<usize>>,
+    /// The writer compressed v2 data pages whatever their headers say.
+    v2_always_compressed: bool,
 }
 
 impl ParquetSource {
     /// Opens `path` and reads its footer.
     pub fn open(path: &Path) -> Result<ParquetSource, ReadError> {
         let file = File::open(path)?;
-        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
+        let meta = match ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()) {
+            Ok(meta) => meta,
+            Err(e) => match footer::lenient_metadata(&file) {
+                Some(meta) => ArrowReaderMetadata::try_new(Arc::new(meta), ArrowReaderOptions::new())?,
+                None => return Err(e.into()),
+            },
+        };
+        let meta = match footer::normalized(meta.metadata()) {
+            Some(fixed) => ArrowReaderMetadata::try_new(Arc::new(fixed), ArrowReaderOptions::new())?,
+            None => meta,
+        };
         let columns = meta.schema().fields().iter().map(|f| f.name().clone()).collect();
         let mut first_rows = Vec::with_capacity(meta.metadata().num_row_groups());
         let mut next = 0u64;
@@ -68,12 +85,14 @@ impl ParquetSource {
             .iter()
             .map(|l| if l.len() == 1 { Some(l[0]) } else { None })
             .collect();
+        let v2_always_compressed = patched::v2_always_compressed(meta.metadata());
         Ok(ParquetSource {
             path: path.to_path_buf(),
             meta,
             columns,
             first_rows,
             leaf_of,
+            v2_always_compressed,
         })
     }
 
@@ -122,22 +141,29 @@ impl ParquetSource {
     }
 
     /// The page headers of the projected column chunks, read and checked
-    /// before the parquet crate decodes them (see `PageWalker::vet`).
-    fn vet_pages(&self, file: &File, unit: usize, projection: &[usize]) -> Result<(), ReadError> {
+    /// before the parquet crate decodes them (see `PageWalker::vet`); for a
+    /// writer that flagged compressed v2 pages as uncompressed, where those
+    /// flags are (see `patched`).
+    fn vet_pages(&self, file: &File, unit: usize, projection: &[usize]) -> Result<Vec<u64>, ReadError> {
         let schema = self.meta.parquet_schema();
+        let mut flags = Vec::new();
         for leaf in 0..schema.num_columns() {
             if projection.contains(&schema.get_column_root_idx(leaf)) {
                 self.pages(file, unit, leaf)?.vet()?;
+                let compressed = self.meta.metadata().row_group(unit).column(leaf).compression();
+                if self.v2_always_compressed && compressed != parquet::basic::Compression::UNCOMPRESSED {
+                    flags.extend(self.pages(file, unit, leaf)?.uncompressed_v2_flags()?);
+                }
             }
         }
-        Ok(())
+        Ok(flags)
     }
 
     /// The pages of leaf column `leaf` in row group `unit`.
     fn pages<'f>(&self, file: &'f File, unit: usize, leaf: usize) -> Result<PageWalker<'f>, ReadError> {
         let chunk = self.meta.metadata().row_group(unit).column(leaf);
         let descr = self.meta.parquet_schema().column(leaf);
-        let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
+        let start = chunk_start(chunk);
         let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(chunk.compressed_size())) else {
             return Err(ReadError::new("a column chunk has a negative offset or size"));
         };
@@ -171,6 +197,18 @@ impl ParquetSource {
     /// Rows the footer says row group `unit` holds.
     fn footer_rows(&self, unit: usize) -> u64 {
         u64::try_from(self.meta.metadata().row_group(unit).num_rows()).unwrap_or(0)
+    }
+}
+
+/// Where a column chunk's first page starts: its dictionary page, when it
+/// has one. Some writers (Dremio) set `dictionary_page_offset` to 0 for
+/// "none"; as parquet-cpp does, an offset that is not positive or not before
+/// the first data page is not a dictionary page's.
+fn chunk_start(chunk: &parquet::file::metadata::ColumnChunkMetaData) -> i64 {
+    let data = chunk.data_page_offset();
+    match chunk.dictionary_page_offset() {
+        Some(d) if d > 0 && d < data => d,
+        _ => data,
     }
 }
 
@@ -239,7 +277,7 @@ impl Source for ParquetSource {
             .zip(shapes)
             .map(|(&c, &s)| if s { self.shape_leaf(unit, c) } else { None })
             .collect();
-        if shaped.iter().all(Option::is_none) {
+        if shaped.iter().all(Option::is_none) || self.footer_rows(unit) == 0 {
             return self.read(unit, projection, sink);
         }
         let file = File::open(&self.path).map_err(|e| ReadError::from(e).at(at()))?;
@@ -316,24 +354,29 @@ impl Source for ParquetSource {
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
         let at = || format!("row group {unit}");
+        // A row group the footer says is empty is read as empty, as pyarrow
+        // reads it (some writers leave its page offsets at 0).
+        if self.footer_rows(unit) == 0 {
+            return Ok(());
+        }
         // A file handle per unit: reads of different units never share a
         // file position.
         let file = File::open(&self.path).map_err(|e| ReadError::from(e).at(at()))?;
-        self.vet_pages(&file, unit, projection).map_err(|e| e.at(at()))?;
+        let flags = self.vet_pages(&file, unit, projection).map_err(|e| e.at(at()))?;
         let mask = ProjectionMask::roots(self.meta.parquet_schema(), projection.iter().copied());
         let fields = self.meta.schema().fields();
         let lists = projection
             .iter()
             .any(|&p| fields.get(p).is_some_and(|f| f.data_type().is_nested()));
         let batch_rows = if lists { LIST_BATCH_ROWS } else { SCALAR_BATCH_ROWS };
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.meta.clone())
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(Patched::new(file, flags), self.meta.clone())
             .with_row_groups(vec![unit])
             .with_projection(mask)
             .with_batch_size(batch_rows)
             .build()
             .map_err(|e| ReadError::from(e).at(at()))?;
         // The reader returns projected columns in file order.
-        let (_, order) = super::file_order(projection);
+        let (_, order) = crate::source::file_order(projection);
         let said = self.footer_rows(unit);
         let mut row = self.first_rows[unit];
         for batch in reader {
@@ -533,7 +576,7 @@ for v in ['V1', 'V2']:
         let bytes = std::fs::read(&good).unwrap();
         let src = ParquetSource::open(&good).unwrap();
         let chunk = src.meta.metadata().row_group(0).column(0);
-        let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset()) as usize;
+        let start = chunk_start(chunk) as usize;
         let end = start + chunk.compressed_size() as usize;
         let bad = dir.path().join("bad.parquet");
         let (mut errors, mut answers) = (0, 0);

@@ -19,6 +19,7 @@ use std::os::unix::fs::FileExt;
 
 use parquet::basic::Compression;
 
+use super::thrift::{Bad, Compact, I32, STRUCT};
 use crate::source::ReadError;
 
 /// Parquet's level encodings.
@@ -156,6 +157,22 @@ impl<'f> PageWalker<'f> {
         Ok(())
     }
 
+    /// Where the chunk's v2 data page headers say `is_compressed = false`:
+    /// the file offset of each byte holding that flag.
+    pub fn uncompressed_v2_flags(&mut self) -> Result<Vec<u64>, ReadError> {
+        let mut flags = Vec::new();
+        while let Some((header, at, _)) = self.next_header()? {
+            if let Kind::DataV2 {
+                uncompressed_flag: Some(offset),
+                ..
+            } = header.kind
+            {
+                flags.push(at + offset as u64);
+            }
+        }
+        Ok(flags)
+    }
+
     /// The levels of the next data page, or `None` at the end of the chunk.
     pub fn next_page(&mut self) -> Result<Option<PageLevels<'_>>, ReadError> {
         loop {
@@ -182,6 +199,7 @@ impl<'f> PageWalker<'f> {
                     values,
                     rep_len,
                     def_len,
+                    ..
                 } => {
                     let values = count(values, at)?;
                     let rep_len = count(rep_len, at)?;
@@ -431,16 +449,11 @@ enum Kind {
         values: i32,
         rep_len: i32,
         def_len: i32,
+        /// Where in the header `is_compressed = false` is written, if it is.
+        uncompressed_flag: Option<usize>,
     },
     /// Dictionary and index pages, and page types this reader does not know.
     Other,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Bad {
-    /// The bytes end inside the header.
-    Short,
-    Corrupt(&'static str),
 }
 
 /// Decodes a `PageHeader` (Thrift compact protocol) at the front of `buf`,
@@ -458,7 +471,7 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
             (1, I32) => page_type = Some(c.i32()?),
             (2, I32) => uncompressed = Some(c.i32()?),
             (3, I32) => compressed = Some(c.i32()?),
-            (5, STRUCT) => v1 = Some(c.struct_i32s::<4>()?),
+            (5, STRUCT) => v1 = Some(c.struct_i32s::<4>()?.0),
             (8, STRUCT) => v2 = Some(c.struct_i32s::<6>()?),
             _ => c.skip(ty, 0)?,
         }
@@ -477,11 +490,12 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
             }
         }
         3 => {
-            let f = v2.ok_or(Bad::Corrupt("a v2 data page without its data page header"))?;
+            let (f, uncompressed_flag) = v2.ok_or(Bad::Corrupt("a v2 data page without its data page header"))?;
             Kind::DataV2 {
                 values: need(f[0])?,
                 def_len: need(f[4])?,
                 rep_len: need(f[5])?,
+                uncompressed_flag,
             }
         }
         _ => Kind::Other,
@@ -496,164 +510,9 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
     ))
 }
 
-// Thrift compact protocol type codes.
-const TRUE: u8 = 1;
-const FALSE: u8 = 2;
-const BYTE: u8 = 3;
-const I16: u8 = 4;
-const I32: u8 = 5;
-const I64: u8 = 6;
-const DOUBLE: u8 = 7;
-const BINARY: u8 = 8;
-const LIST: u8 = 9;
-const SET: u8 = 10;
-const MAP: u8 = 11;
-const STRUCT: u8 = 12;
-const UUID: u8 = 13;
-
-/// Nesting deeper than this is corrupt (Parquet's headers nest 3 deep).
-const MAX_DEPTH: u32 = 32;
-
-/// A reader of the Thrift compact protocol over a byte slice.
-struct Compact<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl Compact<'_> {
-    fn byte(&mut self) -> Result<u8, Bad> {
-        let b = *self.buf.get(self.pos).ok_or(Bad::Short)?;
-        self.pos += 1;
-        Ok(b)
-    }
-
-    fn bytes(&mut self, n: u64) -> Result<(), Bad> {
-        let n = usize::try_from(n).map_err(|_| Bad::Short)?;
-        if self.buf.len() - self.pos < n {
-            return Err(Bad::Short);
-        }
-        self.pos += n;
-        Ok(())
-    }
-
-    fn varint(&mut self) -> Result<u64, Bad> {
-        let mut v = 0u64;
-        for shift in (0..70).step_by(7) {
-            let b = self.byte()?;
-            if shift == 63 && b > 1 {
-                return Err(Bad::Corrupt("a varint overflows 64 bits"));
-            }
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(Bad::Corrupt("a varint overflows 64 bits"))
-    }
-
-    fn zigzag(&mut self) -> Result<i64, Bad> {
-        let v = self.varint()?;
-        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
-    }
-
-    fn i32(&mut self) -> Result<i32, Bad> {
-        i32::try_from(self.zigzag()?).map_err(|_| Bad::Corrupt("an i32 field is out of range"))
-    }
-
-    /// The next field's id and type, or `None` at the struct's end.
-    fn field(&mut self, last: &mut i16) -> Result<Option<(i16, u8)>, Bad> {
-        let b = self.byte()?;
-        if b == 0 {
-            return Ok(None);
-        }
-        let delta = (b >> 4) as i16;
-        let id = if delta == 0 {
-            i16::try_from(self.zigzag()?).map_err(|_| Bad::Corrupt("a field id is out of range"))?
-        } else {
-            last.checked_add(delta)
-                .ok_or(Bad::Corrupt("a field id is out of range"))?
-        };
-        *last = id;
-        Ok(Some((id, b & 0x0f)))
-    }
-
-    /// A struct whose fields 1..=N are i32s (a data page header); other
-    /// fields are skipped.
-    fn struct_i32s<const N: usize>(&mut self) -> Result<[Option<i32>; N], Bad> {
-        let mut out = [None; N];
-        let mut last = 0i16;
-        while let Some((id, ty)) = self.field(&mut last)? {
-            match usize::try_from(id).ok().filter(|&i| (1..=N).contains(&i)) {
-                Some(i) if ty == I32 => out[i - 1] = Some(self.i32()?),
-                _ => self.skip(ty, 1)?,
-            }
-        }
-        Ok(out)
-    }
-
-    fn skip(&mut self, ty: u8, depth: u32) -> Result<(), Bad> {
-        if depth > MAX_DEPTH {
-            return Err(Bad::Corrupt("nested too deeply"));
-        }
-        match ty {
-            TRUE | FALSE => Ok(()),
-            BYTE => self.bytes(1),
-            I16 | I32 | I64 => self.varint().map(|_| ()),
-            DOUBLE => self.bytes(8),
-            UUID => self.bytes(16),
-            BINARY => {
-                let n = self.varint()?;
-                self.bytes(n)
-            }
-            LIST | SET => {
-                let b = self.byte()?;
-                let n = match b >> 4 {
-                    15 => self.varint()?,
-                    n => u64::from(n),
-                };
-                self.skip_elements(b & 0x0f, n, depth)
-            }
-            MAP => {
-                let n = self.varint()?;
-                if n == 0 {
-                    return Ok(());
-                }
-                let kv = self.byte()?;
-                for _ in 0..n {
-                    self.skip_element(kv >> 4, depth)?;
-                    self.skip_element(kv & 0x0f, depth)?;
-                }
-                Ok(())
-            }
-            STRUCT => {
-                let mut last = 0i16;
-                while let Some((_, t)) = self.field(&mut last)? {
-                    self.skip(t, depth + 1)?;
-                }
-                Ok(())
-            }
-            _ => Err(Bad::Corrupt("an unknown field type")),
-        }
-    }
-
-    fn skip_elements(&mut self, ty: u8, n: u64, depth: u32) -> Result<(), Bad> {
-        for _ in 0..n {
-            self.skip_element(ty, depth)?;
-        }
-        Ok(())
-    }
-
-    /// Elements of lists, sets and maps: booleans take a byte each.
-    fn skip_element(&mut self, ty: u8, depth: u32) -> Result<(), Bad> {
-        match ty {
-            TRUE | FALSE => self.bytes(1),
-            _ => self.skip(ty, depth + 1),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::thrift::*;
     use super::*;
 
     /// A compact-protocol writer for hand-made headers.

@@ -30,7 +30,7 @@ use std::rc::Rc;
 use ::csv::ByteRecord;
 
 use super::textcol::{self, BATCH_BYTES, ColumnBuilder, MAX_RECORD_BYTES};
-use super::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// A CSV or TSV file: one unit read front to back, or (see the module
 /// docs) chunks of a memory-mapped quote-free file.
@@ -334,9 +334,9 @@ impl Fast {
         let counts: Vec<(u64, u64, bool)> = spans
             .par_iter()
             .map(|&(a, b)| {
-                super::populate(&data, a, b - a);
+                storage::populate(&data, a, b - a);
                 let counted = survey(&data[a..b]);
-                super::release(&data, a, b - a);
+                storage::release(&data, a, b - a);
                 counted
             })
             .collect();
@@ -386,7 +386,7 @@ impl Fast {
         }
         let mut builders: Vec<ColumnBuilder> = projection.iter().map(|_| ColumnBuilder::new()).collect();
         let body = &self.data[chunk.start..chunk.end];
-        super::populate(&self.data, chunk.start, body.len());
+        storage::populate(&self.data, chunk.start, body.len());
         let (mut row, mut line) = (chunk.first_row, chunk.first_line);
         let mut first_row = row;
         let (mut rows, mut bytes) = (0usize, 0usize);
@@ -452,13 +452,13 @@ impl Fast {
                 first_row = row;
                 rows = 0;
                 bytes = 0;
-                super::release(&self.data, chunk.start, line_start.min(body.len()));
+                storage::release(&self.data, chunk.start, line_start.min(body.len()));
             }
         }
         if rows > 0 {
             sink(textcol::take_batch(names, &mut builders, rows, first_row)?)?;
         }
-        super::release(&self.data, chunk.start, body.len());
+        storage::release(&self.data, chunk.start, body.len());
         Ok(())
     }
 }

@@ -23,7 +23,7 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::textcol::{self, BATCH_BYTES, BATCH_ELEMENTS, ColumnBuilder, MAX_RECORD_BYTES};
-use super::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 
 /// Deepest nesting of arrays inside a value; deeper is a read error.
 pub const MAX_DEPTH: usize = 64;
@@ -101,6 +101,60 @@ fn parse_line<'de, S: DeserializeSeed<'de>>(text: &'de [u8], line: u64, seed: S)
         };
         ReadError::new(message).at(format!("line {line}"))
     })
+}
+
+/// Stands in, as a string, for a number literal beyond f64 (`1e400`):
+/// serde_json refuses such a line, Python's `json` reads the number as an
+/// infinity, and so does preflight: only a line that serde_json refuses is
+/// rewritten, so only there could a string of the data (one starting with
+/// the control character U+0001) be mistaken for the marker.
+const INFINITE: &str = "\u{1}preflight:inf";
+
+/// The line with every number literal whose value is beyond f64 replaced by
+/// an [`INFINITE`] marker string, or `None` when it has no such number.
+fn beyond_f64(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() + 32);
+    let (mut i, mut in_string, mut replaced) = (0, false, false);
+    while i < text.len() {
+        let c = text[i];
+        if in_string {
+            out.push(c);
+            if c == b'\\' {
+                if let Some(&next) = text.get(i + 1) {
+                    out.push(next);
+                    i += 1;
+                }
+            } else if c == b'"' {
+                in_string = false;
+            }
+            i += 1;
+        } else if c == b'"' {
+            in_string = true;
+            out.push(c);
+            i += 1;
+        } else if c == b'-' || c.is_ascii_digit() {
+            let end = text[i..]
+                .iter()
+                .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                .map_or(text.len(), |n| i + n);
+            let literal = &text[i..end];
+            let value = std::str::from_utf8(literal).ok().and_then(|s| s.parse::<f64>().ok());
+            match value {
+                Some(v) if v.is_infinite() => {
+                    out.extend_from_slice(b"\"\\u0001preflight:inf");
+                    out.push(if v < 0.0 { b'-' } else { b'+' });
+                    out.push(b'"');
+                    replaced = true;
+                }
+                _ => out.extend_from_slice(literal),
+            }
+            i = end;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    replaced.then_some(out)
 }
 
 /// Top-level keys in order of first appearance.
@@ -210,8 +264,9 @@ impl<'de> Visitor<'de> for SlotOf<'_> {
 }
 
 /// Appends one JSON value; returns how many list elements (all levels) it
-/// held, or an error when arrays nest deeper than [`MAX_DEPTH`].
-fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize) -> Result<usize, String> {
+/// held, or an error when arrays nest deeper than [`MAX_DEPTH`]. In a line
+/// that [`beyond_f64`] rewrote, its marker strings are infinities.
+fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize, rewritten: bool) -> Result<usize, String> {
     match v {
         Value::Null => b.push_null(),
         Value::Bool(x) => b.push_bool(*x),
@@ -226,7 +281,11 @@ fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize) -> Result<usize, S
                 b.push_str(&n.to_string());
             }
         }
-        Value::String(s) => b.push_str(s),
+        Value::String(s) => match s.strip_prefix(INFINITE).filter(|_| rewritten) {
+            Some("+") => b.push_f64(f64::INFINITY),
+            Some("-") => b.push_f64(f64::NEG_INFINITY),
+            _ => b.push_str(s),
+        },
         Value::Array(items) => {
             if depth >= MAX_DEPTH {
                 return Err(format!("arrays nested deeper than {MAX_DEPTH} levels"));
@@ -234,7 +293,7 @@ fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize) -> Result<usize, S
             let child = b.list_child();
             let mut elements = items.len();
             for item in items {
-                elements += push_value(child, item, depth + 1)?;
+                elements += push_value(child, item, depth + 1, rewritten)?;
             }
             b.end_list();
             return Ok(elements);
@@ -256,7 +315,10 @@ impl JsonlSource {
         let mut lines = Lines::open(path, max_line)?;
         let mut keys = Keys::default();
         while let Some((line, text)) = lines.next_line()? {
-            parse_line(text, line, KeysSeed(&mut keys))?;
+            if let Err(e) = parse_line(text, line, KeysSeed(&mut keys)) {
+                let text = beyond_f64(text).ok_or(e)?;
+                parse_line(&text, line, KeysSeed(&mut keys))?;
+            }
         }
         Ok(JsonlSource {
             path: path.to_path_buf(),
@@ -311,11 +373,22 @@ impl Source for JsonlSource {
                 slots: &slots,
                 values: &mut values,
             };
-            parse_line(text, line, seed)?;
+            // Only a line rewritten here can hold the stand-in for infinity.
+            let mut rewritten = false;
+            if let Err(e) = parse_line(text, line, seed) {
+                let text = beyond_f64(text).ok_or(e)?;
+                let seed = RowSeed {
+                    slots: &slots,
+                    values: &mut values,
+                };
+                parse_line(&text, line, seed)?;
+                rewritten = true;
+            }
             for (b, &slot) in builders.iter_mut().zip(&outputs) {
                 match &values[slot] {
                     Some(v) => {
-                        elements += push_value(b, v, 0).map_err(|m| ReadError::new(m).at(format!("line {line}")))?;
+                        elements +=
+                            push_value(b, v, 0, rewritten).map_err(|m| ReadError::new(m).at(format!("line {line}")))?;
                     }
                     None => b.push_null(),
                 }

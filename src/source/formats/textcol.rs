@@ -59,7 +59,7 @@ use arrow::array::{
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Field, Schema, UnionFields};
 
-use super::{Batch, ReadError};
+use crate::source::{Batch, ReadError};
 
 /// Rows whose input text adds up to this many bytes end a batch early, so a
 /// batch of very wide rows stays small and its `i32` offsets cannot overflow.

@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Format;
 use crate::error::Error;
+use crate::source::Format;
 
 /// A data file to check.
 #[derive(Debug, Clone, PartialEq, Eq)]

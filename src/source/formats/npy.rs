@@ -37,7 +37,7 @@ use memmap2::Mmap;
 use zip::ZipArchive;
 use zip::read::ZipFile;
 
-use super::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// Most elements per batch: wide rows get fewer rows per batch (at least 1).
 const MAX_BATCH_ELEMS: usize = 1 << 20;
@@ -955,7 +955,7 @@ impl Source for NpySource {
         // unit: releasing per batch cost a quarter of the run in TLB work.)
         if l.contiguous && !projection.is_empty() {
             let (at, len) = (start as usize * l.row_bytes, (end - start) as usize * l.row_bytes);
-            super::release(&self.mapped.map, self.mapped.data_offset + at, len);
+            storage::release(&self.mapped.map, self.mapped.data_offset + at, len);
         }
         Ok(())
     }

@@ -1,0 +1,124 @@
+//! `preflight check`: files, or an Arrow IPC stream on stdin; the report
+//! on stdout and the outcome as the exit status.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use preflight::report::ErrorEntry;
+use preflight::{Plan, Report, ScanOptions, Schema, Validator};
+
+use super::args::{CheckArgs, Format};
+use super::render;
+
+/// Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+const INTERRUPTED: u8 = 130;
+
+/// Ctrl-C (or SIGTERM) cancels the scan: units not started are skipped,
+/// running ones stop at their next batch, and the run exits 130 without a
+/// report, so no half-written output reaches stdout. A second signal, or a
+/// run still busy after a second (blocked on a pipe), exits at once.
+fn handle_interrupts() {
+    let signals = std::sync::atomic::AtomicUsize::new(0);
+    let _ = ctrlc::set_handler(move || {
+        preflight::scan::CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+        if signals.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            std::process::exit(INTERRUPTED.into());
+        }
+        std::thread::spawn(|| {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            eprintln!("preflight: interrupted");
+            std::process::exit(INTERRUPTED.into());
+        });
+    });
+}
+
+/// `preflight check`: files, or an Arrow IPC stream on stdin (`-`).
+pub fn run(a: CheckArgs) -> ExitCode {
+    handle_interrupts();
+    let started = Instant::now();
+    let schema = a.schema.unwrap_or_else(|| "preflight.yaml".into());
+    let stdin = a.paths.iter().any(|p| p.as_os_str() == "-");
+    let passing = a.pass_through && stdin && a.paths.len() == 1;
+    let mut mergeable = None;
+    let usage = |message: &str| {
+        Report::failed(vec![ErrorEntry {
+            file: None,
+            message: message.to_string(),
+            unit: 0,
+        }])
+    };
+    let report = if stdin && a.paths.len() > 1 {
+        usage("`-` reads one Arrow IPC stream from stdin and cannot be combined with other paths")
+    } else if a.pass_through && !stdin {
+        usage("--pass-through needs `-` (an Arrow IPC stream on stdin) as the only path")
+    } else if a.partial && a.format != Format::Json {
+        usage("--partial needs --format json")
+    } else if stdin {
+        let (report, state) = check_stdin(&schema, a.max_examples, a.pass_through, a.partial);
+        mergeable = state;
+        report
+    } else {
+        let plan = Plan {
+            schema,
+            paths: a.paths,
+            max_examples: a.max_examples,
+            scan: ScanOptions {
+                jobs: a.jobs.unwrap_or(0),
+                full_scan: a.full_scan,
+                progress: !a.no_progress && std::io::stderr().is_terminal(),
+            },
+        };
+        match preflight::check_partial(&plan) {
+            Ok((validator, partial)) => {
+                if a.partial {
+                    mergeable = Some(partial.to_json(&validator));
+                }
+                partial.report(&validator)
+            }
+            Err(report) => report,
+        }
+    };
+    if preflight::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst) {
+        eprintln!("preflight: interrupted");
+        return ExitCode::from(INTERRUPTED);
+    }
+    let text = render(&report, a.format, mergeable, Some(started.elapsed()));
+    // Machine formats on stdout: errors also go to stderr, for whoever watches.
+    if a.format != Format::Human && !passing {
+        for e in &report.errors {
+            let file = e.file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default();
+            eprintln!("preflight: {file}{}", e.message);
+        }
+    }
+    // With pass-through, stdout carries the data, so the report goes to
+    // stderr. A closed pipe ends the output, never the outcome.
+    let _ = if passing {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    } else {
+        std::io::stdout().lock().write_all(text.as_bytes())
+    };
+    ExitCode::from(report.outcome().exit_code())
+}
+
+/// Checks the stream on stdin; with `partial`, also its mergeable state.
+fn check_stdin(
+    schema: &std::path::Path,
+    max_examples: usize,
+    pass_through: bool,
+    partial: bool,
+) -> (Report, Option<serde_json::Value>) {
+    let schema = match Schema::from_file(schema) {
+        Ok(s) => s,
+        Err(e) => return (Report::failed(vec![ErrorEntry::from(&e)]), None),
+    };
+    let validator = Validator::new(schema, max_examples);
+    let mut input = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    let pass: Option<&mut dyn Write> = if pass_through { Some(&mut stdout) } else { None };
+    let result = preflight::stream::check_stream(&validator, "<stdin>", &mut input, pass);
+    let state = partial.then(|| result.partial.to_json(&validator));
+    let mut report = result.partial.report(&validator);
+    report.warnings.extend(result.stopped);
+    (report, state)
+}

@@ -1,0 +1,9 @@
+//! Formats: one decoder per file format, each in its own module, each
+//! turning a file's bytes into Arrow batches behind [`crate::source::Source`].
+
+pub mod csv;
+pub mod ipc;
+pub mod jsonl;
+pub mod npy;
+pub mod parquet;
+mod textcol;

@@ -1,0 +1,4 @@
+//! Layouts: how paths and names become the files (tables) a run checks —
+//! the arguments and the schema's `dataset.files` expanded into data files.
+
+pub mod discover;
