@@ -1,9 +1,11 @@
 //! One integration binary: the real `preflight` run on real files.
 
 mod core;
+mod differential;
 mod distributed;
 mod formats;
 mod hostile;
+mod interop;
 mod pipeline;
 mod precommit;
 mod property;

@@ -46,6 +46,9 @@ pub struct ParquetSource {
     leaf_of: Vec<Option<usize>>,
     /// The writer compressed v2 data pages whatever their headers say.
     v2_always_compressed: bool,
+    /// The writer's integer `min_value`/`max_value` are exact even when
+    /// not flagged so (see [`writes_exact_integer_stats`]).
+    exact_integer_stats: bool,
 }
 
 impl ParquetSource {
@@ -86,6 +89,7 @@ impl ParquetSource {
             .map(|l| if l.len() == 1 { Some(l[0]) } else { None })
             .collect();
         let v2_always_compressed = patched::v2_always_compressed(meta.metadata());
+        let exact_integer_stats = writes_exact_integer_stats(meta.metadata().file_metadata().created_by());
         Ok(ParquetSource {
             path: path.to_path_buf(),
             meta,
@@ -93,6 +97,7 @@ impl ParquetSource {
             first_rows,
             leaf_of,
             v2_always_compressed,
+            exact_integer_stats,
         })
     }
 
@@ -243,7 +248,8 @@ impl Source for ParquetSource {
         }
         let rg = self.meta.metadata().row_groups().get(unit)?;
         let stats = rg.column(leaf).statistics()?;
-        if stats.is_min_max_deprecated() || !stats.min_is_exact() || !stats.max_is_exact() {
+        let exact = (stats.min_is_exact() && stats.max_is_exact()) || self.exact_integer_stats;
+        if stats.is_min_max_deprecated() || !exact {
             return None;
         }
         let (min, max) = match (stats, descr.physical_type()) {
@@ -401,6 +407,37 @@ impl Source for ParquetSource {
     }
 }
 
+/// Whether the writer named by `created_by` writes integer `min_value` /
+/// `max_value` statistics that are the column's exact extremes, flagged or
+/// not. The `is_*_exact` flags exist for truncated byte-array bounds; an
+/// integer bound is the value itself in every writer below, several of which
+/// (Polars, DuckDB, parquet-mr, older parquet-cpp) never set the flags.
+/// Versions with known wrong statistics are left out, as parquet-cpp's own
+/// `HasCorrectStatistics` leaves them out: parquet-cpp before 1.3.0 and
+/// parquet-mr before 1.10.0 (signed/unsigned order bugs).
+fn writes_exact_integer_stats(created_by: Option<&str>) -> bool {
+    let Some(created_by) = created_by else {
+        return false;
+    };
+    let Some((app, rest)) = created_by.split_once(" version") else {
+        return false;
+    };
+    let version: Vec<u32> = rest
+        .trim_start()
+        .trim_start_matches('v')
+        .split(|c: char| !c.is_ascii_digit())
+        .take(3)
+        .map(|p| p.parse().unwrap_or(0))
+        .collect();
+    let at_least = |want: [u32; 3]| version.as_slice() >= want.as_slice();
+    match app.trim() {
+        "parquet-cpp" => at_least([1, 3, 0]),
+        "parquet-mr" => at_least([1, 10, 0]),
+        "parquet-cpp-arrow" | "parquet-rs" | "DuckDB" | "Polars (python)" | "Polars" => true,
+        _ => false,
+    }
+}
+
 /// Whether a column holds plain signed integers, possibly in lists.
 fn plain_integers(t: &arrow::datatypes::DataType) -> bool {
     use arrow::datatypes::DataType as T;
@@ -516,6 +553,62 @@ for v in ['V1', 'V2']:
             // Brotli pages and fixed-size lists are decoded, not walked.
             let walked = !name.contains("brotli") && name != "pa_fixed.parquet";
             assert_eq!(all_shapes, walked, "{name}");
+        }
+    }
+
+    #[test]
+    fn writers_known_for_exact_integer_statistics() {
+        for (created_by, exact) in [
+            ("parquet-cpp-arrow version 26.0.1", true),
+            ("parquet-cpp version 1.5.1-SNAPSHOT", true),
+            ("parquet-cpp version 1.2.0", false),
+            (
+                "parquet-mr version 1.12.3 (build f8dced182c4c1fbdec6ccb3185537b5a01e6ed6b)",
+                true,
+            ),
+            (
+                "parquet-mr version 1.9.0 (build 38262e2c80015d0935dad20f8e18f2d6f9fbd03c)",
+                false,
+            ),
+            ("parquet-rs version 60.1.0", true),
+            ("DuckDB version v2.0.1 (build 8d78114e90)", true),
+            (
+                "Polars (python) version 2.1.0 (build 7f902bd3ffd27ff82d14278a09a295ff2f7aed92)",
+                true,
+            ),
+            ("impala version 1.0", false),
+            ("parquet-mr", false),
+        ] {
+            assert_eq!(writes_exact_integer_stats(Some(created_by)), exact, "{created_by}");
+        }
+        assert!(!writes_exact_integer_stats(None));
+    }
+
+    /// Polars and DuckDB write integer statistics without the exact flags:
+    /// they are taken as proof, with the values the full scan finds.
+    #[test]
+    fn unflagged_statistics_of_known_writers_are_proof() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = r#"
+import pyarrow as pa, polars as pl, duckdb
+t = pa.table({'a': pa.array([3, -2, 7, None, 5], pa.int64()), 'l': pa.array([[1], [2, 9], None, [], [4]], pa.list_(pa.int32()))})
+pl.from_arrow(t).write_parquet('polars.parquet')
+con = duckdb.connect(); con.register('t', t)
+con.execute("COPY t TO 'duckdb.parquet' (FORMAT parquet)")
+"#;
+        let out = Command::new(crate::source::test_python())
+            .current_dir(dir.path())
+            .args(["-c", script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for name in ["polars.parquet", "duckdb.parquet"] {
+            let src = ParquetSource::open(&dir.path().join(name)).unwrap();
+            assert!(src.exact_integer_stats, "{name}");
+            let a = src.unit_stats(0, 0).unwrap_or_else(|| panic!("{name}: no stats for a"));
+            assert_eq!((a.min, a.max, a.null_count, a.rows), (-2, 7, 1, 5), "{name}");
+            let l = src.unit_stats(0, 1).unwrap_or_else(|| panic!("{name}: no stats for l"));
+            assert_eq!((l.min, l.max, l.repeated), (1, 9, true), "{name}");
         }
     }
 
