@@ -1,6 +1,8 @@
 //! Differential test: random tables written by every writer, codec, page
-//! format and encoding that matters (pyarrow, polars and DuckDB Parquet;
-//! pyarrow Arrow IPC files and streams, compressed or not), each checked by
+//! format and encoding that matters (pyarrow, polars, DuckDB and the parquet
+//! crate's Parquet; pyarrow Arrow IPC files and streams, compressed or not;
+//! big-endian IPC, which no writer on a little-endian machine produces, is
+//! the interop corpus's `1.0.0-bigendian` set), each checked by
 //! preflight and compared value for value with pyarrow's reading of the same
 //! file (tests/fixtures/interop/oracle.py computes the report it owes).
 //!
@@ -240,6 +242,87 @@ for name in files:
 json.dump(out, open("expected.json", "w"))
 "#;
 
+/// The same table rewritten by the parquet crate's own writer (`ArrowWriter`)
+/// in several codecs, page versions and dictionary settings, small pages and
+/// odd write batches, and the oracle's entries for them (sizes from each
+/// file's own maximum, as for the corpus).
+fn written_by_the_parquet_crate(env: &Env) -> Vec<Value> {
+    use parquet::arrow::ArrowWriter;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+
+    let source = std::fs::File::open(env.path("pa-none-v1-plain.parquet")).expect("pyarrow's file");
+    let reader = ParquetRecordBatchReaderBuilder::try_new(source)
+        .expect("footer")
+        .build()
+        .expect("reader");
+    let batches: Vec<_> = reader.map(|b| b.expect("batch")).collect();
+    let schema = batches[0].schema();
+    let variants = [
+        (
+            "rs-plain-v1.parquet",
+            Compression::UNCOMPRESSED,
+            WriterVersion::PARQUET_1_0,
+            false,
+        ),
+        (
+            "rs-snappy-v2-dict.parquet",
+            Compression::SNAPPY,
+            WriterVersion::PARQUET_2_0,
+            true,
+        ),
+        (
+            "rs-zstd-v1-dict.parquet",
+            Compression::ZSTD(ZstdLevel::try_new(3).expect("level")),
+            WriterVersion::PARQUET_1_0,
+            true,
+        ),
+        (
+            "rs-lz4raw-v2.parquet",
+            Compression::LZ4_RAW,
+            WriterVersion::PARQUET_2_0,
+            false,
+        ),
+    ];
+    let mut names = Vec::new();
+    for (name, codec, version, dictionary) in variants {
+        let props = WriterProperties::builder()
+            .set_compression(codec)
+            .set_writer_version(version)
+            .set_dictionary_enabled(dictionary)
+            .set_data_page_size_limit(1024)
+            .set_max_row_group_row_count(Some(2500))
+            .set_write_batch_size(37)
+            .build();
+        let file = std::fs::File::create(env.path(name)).expect("create");
+        let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).expect("writer");
+        for b in &batches {
+            writer.write(b).expect("write");
+        }
+        writer.close().expect("close");
+        names.push(name);
+    }
+    let out = std::process::Command::new(crate::util::python_bin())
+        .arg(corpus().join("oracle.py"))
+        .args(["--kind", "parquet", "--examples", "1000000000"])
+        .args(&names)
+        .current_dir(env.dir.path())
+        .output()
+        .expect("oracle");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("oracle JSON");
+    let files = doc["files"].as_array().expect("files").clone();
+    assert_eq!(files.len(), names.len());
+    assert!(
+        files
+            .iter()
+            .all(|f| f["readable"] == true && f["columns"].as_array().is_some_and(|c| c.len() >= 8)),
+        "pyarrow reads the parquet crate's files with their integer columns"
+    );
+    files
+}
+
 #[test]
 fn every_writer_codec_and_page_format_reads_as_pyarrow_reads_it() {
     let started = Instant::now();
@@ -247,8 +330,9 @@ fn every_writer_codec_and_page_format_reads_as_pyarrow_reads_it() {
     let oracle_dir = corpus().to_string_lossy().into_owned();
     env.python(&GENERATE.replace("@ORACLE_DIR@", &format!("{oracle_dir:?}")));
     let text = std::fs::read_to_string(env.path("expected.json")).expect("expected.json");
-    let entries: Vec<Value> = serde_json::from_str(&text).expect("expected.json is JSON");
+    let mut entries: Vec<Value> = serde_json::from_str(&text).expect("expected.json is JSON");
     assert!(entries.len() >= 44, "every writer wrote: {}", entries.len());
+    entries.extend(written_by_the_parquet_crate(&env));
     let refused: Vec<&str> = entries
         .iter()
         .filter(|e| e["readable"] != true)
