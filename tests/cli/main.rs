@@ -1,6 +1,7 @@
 //! One integration binary: the real `preflight` run on real files.
 
 mod core;
+mod dictionary;
 mod differential;
 mod distributed;
 mod formats;

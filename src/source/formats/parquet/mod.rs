@@ -199,6 +199,94 @@ impl ParquetSource {
         )
     }
 
+    /// Exact integer statistics only: signed sort order, `min_value` /
+    /// `max_value` (never the deprecated fields) marked exact or written by a
+    /// writer known to write them exact, and a null count.
+    fn statistics(&self, unit: usize, column: usize) -> Option<UnitStats> {
+        let leaf = (*self.leaf_of.get(column)?)?;
+        // Only plain integers (or lists of them): a decimal, date, duration
+        // or struct also sorts as a signed INT32/INT64, but its statistics
+        // are not the values the rules see.
+        if !plain_integers(self.meta.schema().fields().get(column)?.data_type()) {
+            return None;
+        }
+        let descr = self.meta.parquet_schema().column(leaf);
+        if descr.sort_order() != SortOrder::SIGNED {
+            return None;
+        }
+        let rg = self.meta.metadata().row_groups().get(unit)?;
+        let stats = rg.column(leaf).statistics()?;
+        let exact = (stats.min_is_exact() && stats.max_is_exact()) || self.exact_integer_stats;
+        if stats.is_min_max_deprecated() || !exact {
+            return None;
+        }
+        let (min, max) = match (stats, descr.physical_type()) {
+            (Statistics::Int32(s), PhysicalType::INT32) => (i128::from(*s.min_opt()?), i128::from(*s.max_opt()?)),
+            (Statistics::Int64(s), PhysicalType::INT64) => (i128::from(*s.min_opt()?), i128::from(*s.max_opt()?)),
+            _ => return None,
+        };
+        Some(UnitStats {
+            min,
+            max,
+            null_count: stats.null_count_opt()?,
+            rows: u64::try_from(rg.num_rows()).ok()?,
+            repeated: descr.max_rep_level() > 0,
+        })
+    }
+
+    /// What a column chunk's dictionary proves when every data page of it is
+    /// dictionary-encoded: every value is one of the entries, so the
+    /// entries' extremes bound the values. Writers put only values they saw
+    /// in a dictionary, so these are the chunk's extremes too (an entry no
+    /// row uses could only widen the bounds: it never proves a value that
+    /// is not there). The null count comes from the statistics when they
+    /// hold one, else from the definition levels.
+    fn dictionary_bounds(&self, unit: usize, column: usize) -> Option<UnitStats> {
+        let leaf = (*self.leaf_of.get(column)?)?;
+        if !plain_integers(self.meta.schema().fields().get(column)?.data_type()) {
+            return None;
+        }
+        let descr = self.meta.parquet_schema().column(leaf);
+        let width = match descr.physical_type() {
+            PhysicalType::INT32 => 4,
+            PhysicalType::INT64 => 8,
+            _ => return None,
+        };
+        let rg = self.meta.metadata().row_groups().get(unit)?;
+        let chunk = rg.column(leaf);
+        if !pages::supported(chunk.compression()) || descr.max_def_level() > 255 || self.footer_rows(unit) == 0 {
+            return None;
+        }
+        let file = File::open(&self.path).ok()?;
+        let (entries, bytes) = self.pages(&file, unit, leaf).ok()?.dictionary().ok()??;
+        let values = bytes.get(..entries.checked_mul(width)?)?;
+        let (mut min, mut max) = (i128::MAX, i128::MIN);
+        for v in values.chunks_exact(width) {
+            let v = if width == 4 {
+                i128::from(i32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+            } else {
+                i128::from(i64::from_le_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]))
+            };
+            min = min.min(v);
+            max = max.max(v);
+        }
+        if entries == 0 {
+            return None;
+        }
+        let null_count = match chunk.statistics().and_then(|s| s.null_count_opt()) {
+            Some(n) => n,
+            None if descr.max_def_level() == 0 => 0,
+            None => shape::null_slots(self.pages(&file, unit, leaf).ok()?, descr.max_def_level()).ok()?,
+        };
+        Some(UnitStats {
+            min,
+            max,
+            null_count,
+            rows: u64::try_from(rg.num_rows()).ok()?,
+            repeated: descr.max_rep_level() > 0,
+        })
+    }
+
     /// Rows the footer says row group `unit` holds.
     fn footer_rows(&self, unit: usize) -> u64 {
         u64::try_from(self.meta.metadata().row_group(unit).num_rows()).unwrap_or(0)
@@ -232,38 +320,10 @@ fn more_rows(footer_rows: u64) -> ReadError {
 }
 
 impl Source for ParquetSource {
-    /// Exact integer statistics only: signed sort order, `min_value` /
-    /// `max_value` (never the deprecated fields) marked exact, and a null count.
+    /// What the row group's statistics prove, or else its dictionary.
     fn unit_stats(&self, unit: usize, column: usize) -> Option<UnitStats> {
-        let leaf = (*self.leaf_of.get(column)?)?;
-        // Only plain integers (or lists of them): a decimal, date, duration
-        // or struct also sorts as a signed INT32/INT64, but its statistics
-        // are not the values the rules see.
-        if !plain_integers(self.meta.schema().fields().get(column)?.data_type()) {
-            return None;
-        }
-        let descr = self.meta.parquet_schema().column(leaf);
-        if descr.sort_order() != SortOrder::SIGNED {
-            return None;
-        }
-        let rg = self.meta.metadata().row_groups().get(unit)?;
-        let stats = rg.column(leaf).statistics()?;
-        let exact = (stats.min_is_exact() && stats.max_is_exact()) || self.exact_integer_stats;
-        if stats.is_min_max_deprecated() || !exact {
-            return None;
-        }
-        let (min, max) = match (stats, descr.physical_type()) {
-            (Statistics::Int32(s), PhysicalType::INT32) => (i128::from(*s.min_opt()?), i128::from(*s.max_opt()?)),
-            (Statistics::Int64(s), PhysicalType::INT64) => (i128::from(*s.min_opt()?), i128::from(*s.max_opt()?)),
-            _ => return None,
-        };
-        Some(UnitStats {
-            min,
-            max,
-            null_count: stats.null_count_opt()?,
-            rows: u64::try_from(rg.num_rows()).ok()?,
-            repeated: descr.max_rep_level() > 0,
-        })
+        self.statistics(unit, column)
+            .or_else(|| self.dictionary_bounds(unit, column))
     }
 
     fn columns(&self) -> &[String] {
@@ -610,6 +670,49 @@ con.execute("COPY t TO 'duckdb.parquet' (FORMAT parquet)")
             let l = src.unit_stats(0, 1).unwrap_or_else(|| panic!("{name}: no stats for l"));
             assert_eq!((l.min, l.max, l.repeated), (1, 9, true), "{name}");
         }
+    }
+
+    /// Without statistics, a chunk whose data pages are all
+    /// dictionary-encoded is bounded by its dictionary, with its null slots
+    /// counted from the levels; a chunk that fell back to plain pages is not.
+    #[test]
+    fn dictionaries_bound_chunks_without_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = r#"
+import pyarrow as pa, pyarrow.parquet as pq
+t = pa.table({'a': pa.array([3, -2, 7, None, 5] * 100, pa.int64()),
+              'l': pa.array([[1], [2, 9], None, [], [4, None]] * 100, pa.list_(pa.int32()))})
+for codec in ['none', 'snappy', 'zstd', 'gzip', 'lz4']:
+    for v in ['1.0', '2.0']:
+        pq.write_table(t, f'{codec}_{v}.parquet', write_statistics=False, compression=codec, data_page_version=v, data_page_size=256)
+big = pa.table({'a': pa.array(range(5000), pa.int64()), 'l': pa.array([[i] for i in range(5000)], pa.list_(pa.int32()))})
+pq.write_table(big, 'fallback.parquet', write_statistics=False, dictionary_pagesize_limit=256, data_page_size=256)
+assert 'PLAIN' in pq.ParquetFile('fallback.parquet').metadata.row_group(0).column(0).encodings
+"#;
+        let out = Command::new(crate::source::test_python())
+            .current_dir(dir.path())
+            .args(["-c", script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for codec in ["none", "snappy", "zstd", "gzip", "lz4"] {
+            for v in ["1.0", "2.0"] {
+                let name = format!("{codec}_{v}.parquet");
+                let src = ParquetSource::open(&dir.path().join(&name)).unwrap();
+                assert!(src.statistics(0, 0).is_none(), "{name}");
+                let a = src.unit_stats(0, 0).unwrap_or_else(|| panic!("{name}: no proof for a"));
+                assert_eq!(
+                    (a.min, a.max, a.null_count, a.rows, a.repeated),
+                    (-2, 7, 100, 500, false),
+                    "{name}"
+                );
+                let l = src.unit_stats(0, 1).unwrap_or_else(|| panic!("{name}: no proof for l"));
+                // Null slots: a null row, an empty list and a null element per 5 rows.
+                assert_eq!((l.min, l.max, l.null_count, l.repeated), (1, 9, 300, true), "{name}");
+            }
+        }
+        let src = ParquetSource::open(&dir.path().join("fallback.parquet")).unwrap();
+        assert!(src.unit_stats(0, 0).is_none() && src.unit_stats(0, 1).is_none());
     }
 
     /// A legacy two-level list (a repeated leaf at the top level), written

@@ -22,6 +22,14 @@ use parquet::basic::Compression;
 use super::thrift::{Bad, Compact, I32, STRUCT};
 use crate::source::ReadError;
 
+/// Parquet's encodings of dictionary indices.
+const PLAIN_DICTIONARY: i32 = 2;
+const RLE_DICTIONARY: i32 = 8;
+
+/// A dictionary page larger than this is not read for a proof (the chunk is
+/// decoded instead); writers cap theirs at about 1 MiB.
+const MAX_DICTIONARY: usize = 64 << 20;
+
 /// Parquet's level encodings.
 const RLE: i32 = 3;
 const BIT_PACKED: i32 = 4;
@@ -173,6 +181,37 @@ impl<'f> PageWalker<'f> {
         Ok(flags)
     }
 
+    /// The chunk's dictionary page, decompressed, with its entry count,
+    /// when every data page of the chunk is dictionary-encoded (so every
+    /// value is one of its entries); `None` when a data page is encoded
+    /// otherwise (a writer's fallback to plain once its dictionary grew
+    /// too large), or there is no dictionary page, or more than one.
+    pub fn dictionary(&mut self) -> Result<Option<(usize, Vec<u8>)>, ReadError> {
+        let mut dictionary = None;
+        let mut first = true;
+        while let Some((header, at, body)) = self.next_header()? {
+            match header.kind {
+                Kind::Dictionary { values } if first => {
+                    let uncompressed = header.uncompressed as usize;
+                    if uncompressed > MAX_DICTIONARY {
+                        return Ok(None);
+                    }
+                    self.compressed.resize(header.compressed as usize, 0);
+                    self.file.read_exact_at(&mut self.compressed, body)?;
+                    let bytes = decompress_page(self.codec, &self.compressed, uncompressed)
+                        .map_err(|e| ReadError::new(format!("dictionary page at byte {at}: {}", e.message)))?;
+                    dictionary = Some((count(values, at)?, bytes));
+                }
+                Kind::DataV1 { encoding, .. } | Kind::DataV2 { encoding, .. }
+                    if encoding == PLAIN_DICTIONARY || encoding == RLE_DICTIONARY => {}
+                Kind::Other => {}
+                _ => return Ok(None),
+            }
+            first = false;
+        }
+        Ok(dictionary)
+    }
+
     /// The levels of the next data page, or `None` at the end of the chunk.
     pub fn next_page(&mut self) -> Result<Option<PageLevels<'_>>, ReadError> {
         loop {
@@ -186,6 +225,7 @@ impl<'f> PageWalker<'f> {
                     values,
                     rep_encoding,
                     def_encoding,
+                    ..
                 } => {
                     let values = count(values, at)?;
                     let rep_encoding = level_encoding(rep_encoding, at)?;
@@ -221,7 +261,7 @@ impl<'f> PageWalker<'f> {
                         def_encoding: LevelEncoding::Rle,
                     }));
                 }
-                Kind::Other => continue,
+                Kind::Dictionary { .. } | Kind::Other => continue,
             }
         }
     }
@@ -384,6 +424,32 @@ fn decompress_block(codec: Compression, input: &[u8], uncompressed: usize, out: 
     Ok(())
 }
 
+/// Decompresses a whole page of `uncompressed` bytes.
+fn decompress_page(codec: Compression, input: &[u8], uncompressed: usize) -> Result<Vec<u8>, ReadError> {
+    let mut out = Vec::new();
+    match codec {
+        Compression::UNCOMPRESSED => out.extend_from_slice(input),
+        Compression::SNAPPY | Compression::LZ4_RAW => decompress_block(codec, input, uncompressed, &mut out)?,
+        Compression::ZSTD(_) => {
+            out = zstd::bulk::decompress(input, uncompressed).map_err(|e| ReadError::new(format!("zstd: {e}")))?;
+        }
+        Compression::GZIP(_) => {
+            flate2::read::MultiGzDecoder::new(input)
+                .take(uncompressed as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| ReadError::new(format!("gzip: {e}")))?;
+        }
+        other => return Err(ReadError::new(format!("{other} pages are not read here"))),
+    }
+    if out.len() != uncompressed {
+        return Err(ReadError::new(format!(
+            "the page holds {} bytes, its header says {uncompressed}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
 fn short(e: io::Error) -> ReadError {
     if e.kind() == io::ErrorKind::UnexpectedEof {
         ReadError::new("the page ends inside its levels")
@@ -442,16 +508,20 @@ struct Header {
 enum Kind {
     DataV1 {
         values: i32,
+        encoding: i32,
         rep_encoding: i32,
         def_encoding: i32,
     },
     DataV2 {
         values: i32,
+        encoding: i32,
         rep_len: i32,
         def_len: i32,
         /// Where in the header `is_compressed = false` is written, if it is.
         uncompressed_flag: Option<usize>,
     },
+    /// A dictionary page of this many entries.
+    Dictionary { values: i32 },
     /// Dictionary and index pages, and page types this reader does not know.
     Other,
 }
@@ -465,6 +535,7 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
     let mut compressed = None;
     let mut v1 = None;
     let mut v2 = None;
+    let mut dictionary = None;
     let mut last = 0i16;
     while let Some((id, ty)) = c.field(&mut last)? {
         match (id, ty) {
@@ -473,6 +544,7 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
             (3, I32) => compressed = Some(c.i32()?),
             (5, STRUCT) => v1 = Some(c.struct_i32s::<4>()?.0),
             (8, STRUCT) => v2 = Some(c.struct_i32s::<6>()?),
+            (7, STRUCT) => dictionary = Some(c.struct_i32s::<1>()?.0),
             _ => c.skip(ty, 0)?,
         }
     }
@@ -485,6 +557,7 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
             let f = v1.ok_or(Bad::Corrupt("a data page without its data page header"))?;
             Kind::DataV1 {
                 values: need(f[0])?,
+                encoding: need(f[1])?,
                 rep_encoding: need(f[3])?,
                 def_encoding: need(f[2])?,
             }
@@ -493,10 +566,15 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
             let (f, uncompressed_flag) = v2.ok_or(Bad::Corrupt("a v2 data page without its data page header"))?;
             Kind::DataV2 {
                 values: need(f[0])?,
+                encoding: need(f[3])?,
                 def_len: need(f[4])?,
                 rep_len: need(f[5])?,
                 uncompressed_flag,
             }
+        }
+        2 => {
+            let f = dictionary.ok_or(Bad::Corrupt("a dictionary page without its dictionary page header"))?;
+            Kind::Dictionary { values: need(f[0])? }
         }
         _ => Kind::Other,
     };
@@ -565,6 +643,7 @@ mod tests {
             header.kind,
             Kind::DataV1 {
                 values: 77,
+                encoding: 0,
                 rep_encoding: 3,
                 def_encoding: 3
             }

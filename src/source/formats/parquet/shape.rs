@@ -148,6 +148,31 @@ impl<'f> ShapeReader<'f> {
     }
 }
 
+/// How many value slots of a column chunk hold no value (definition level
+/// below `max_def`: null values, and in a list column also null and empty
+/// lists), from the levels alone — what a statistics null count says.
+pub(super) fn null_slots(mut pages: PageWalker<'_>, max_def: i16) -> Result<u64, ReadError> {
+    let mut nulls = 0u64;
+    while let Some(page) = pages.next_page()? {
+        let mut def = Levels::new(page.def_encoding, max_def, page.values);
+        while def.left > 0 {
+            match def.peek(page.def)? {
+                Run::Repeat(v, k) => {
+                    if i16::from(v) < max_def {
+                        nulls += k as u64;
+                    }
+                    def.advance(k);
+                }
+                Run::Literal(k) => {
+                    nulls += def.literal()[..k].iter().filter(|&&v| i16::from(v) < max_def).count() as u64;
+                    def.advance(k);
+                }
+            }
+        }
+    }
+    Ok(nulls)
+}
+
 /// Walks the current page's levels until it ends or `want` rows are
 /// buffered (a row starting beyond them is left for the next call).
 fn walk(
