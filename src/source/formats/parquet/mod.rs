@@ -713,6 +713,28 @@ assert 'PLAIN' in pq.ParquetFile('fallback.parquet').metadata.row_group(0).colum
         }
         let src = ParquetSource::open(&dir.path().join("fallback.parquet")).unwrap();
         assert!(src.unit_stats(0, 0).is_none() && src.unit_stats(0, 1).is_none());
+        // Damaged dictionary and level bytes: a bound or none, never a panic.
+        for codec in ["none", "zstd", "gzip", "snappy"] {
+            let good = dir.path().join(format!("{codec}_1.0.parquet"));
+            let bytes = std::fs::read(&good).unwrap();
+            let chunk = ParquetSource::open(&good)
+                .unwrap()
+                .meta
+                .metadata()
+                .row_group(0)
+                .column(1)
+                .clone();
+            let (start, len) = (chunk_start(&chunk) as usize, chunk.compressed_size() as usize);
+            let bad = dir.path().join("bad.parquet");
+            for at in (start..start + len).step_by(2) {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut b = bytes.clone();
+                    b[at] ^= flip;
+                    std::fs::write(&bad, &b).unwrap();
+                    let _ = ParquetSource::open(&bad).unwrap().unit_stats(0, 1);
+                }
+            }
+        }
     }
 
     /// A legacy two-level list (a repeated leaf at the top level), written

@@ -28,7 +28,7 @@ const RLE_DICTIONARY: i32 = 8;
 
 /// A dictionary page larger than this is not read for a proof (the chunk is
 /// decoded instead); writers cap theirs at about 1 MiB.
-const MAX_DICTIONARY: usize = 64 << 20;
+const MAX_DICTIONARY: usize = 16 << 20;
 
 /// Parquet's level encodings.
 const RLE: i32 = 3;
@@ -430,8 +430,12 @@ fn decompress_page(codec: Compression, input: &[u8], uncompressed: usize) -> Res
     match codec {
         Compression::UNCOMPRESSED => out.extend_from_slice(input),
         Compression::SNAPPY | Compression::LZ4_RAW => decompress_block(codec, input, uncompressed, &mut out)?,
+        // Streamed: memory grows with what the page really holds, not with
+        // what its header claims.
         Compression::ZSTD(_) => {
-            out = zstd::bulk::decompress(input, uncompressed).map_err(|e| ReadError::new(format!("zstd: {e}")))?;
+            zstd::stream::read::Decoder::new(input)
+                .and_then(|d| d.take(uncompressed as u64 + 1).read_to_end(&mut out))
+                .map_err(|e| ReadError::new(format!("zstd: {e}")))?;
         }
         Compression::GZIP(_) => {
             flate2::read::MultiGzDecoder::new(input)
