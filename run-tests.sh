@@ -3,8 +3,9 @@
 # need on a fresh machine — a Python venv under target/ with the foreign
 # writers (pyarrow, numpy, pandas, tokenizers) that produce test files, and a
 # real model folder (config.json, tokenizer.json, vocab.txt) that the bound
-# reference tests read, pre-commit, maturin and pytest — then runs `cargo
-# test`, builds the Python package and runs its tests. Extra arguments go to
+# reference tests read, pre-commit, maturin, zig, auditwheel and pytest —
+# then builds the Python wheel, runs `cargo test`, tests the wheel in a
+# fresh venv and runs the Python package's tests. Extra arguments go to
 # cargo test.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -25,8 +26,16 @@ if [ ! -x "$venv/bin/python" ] || [ "$stamp" != "$(cat "$venv/stamp" 2>/dev/null
     printf '%s\n' "$stamp" >"$venv/stamp"
 fi
 export PREFLIGHT_TEST_PYTHON="$PWD/$venv/bin/python"
+# The Python package (python/) is built once, as the wheel users get (abi3,
+# manylinux2014, with zig; python/tests/wheel.sh): the pre-commit test
+# installs it as the python hook, the wheel's own test installs it into a
+# fresh venv without Rust, and the pytest suite runs against it installed
+# in the test venv.
+python/tests/wheel.sh build
+PREFLIGHT_TEST_WHEEL="$(echo "$PWD"/target/wheel/dist/preflight-*.whl)"
+export PREFLIGHT_TEST_WHEEL
 cargo test "$@"
-# The Python package (python/): built into the venv with maturin, then its
-# pytest suite, which compares its reports with the binary's.
-PATH="$PWD/$venv/bin:$PATH" VIRTUAL_ENV="$PWD/$venv" maturin develop --quiet -m python/Cargo.toml
-PREFLIGHT_BIN="$PWD/target/debug/preflight" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+export PREFLIGHT_BIN="$PWD/target/debug/preflight"
+python/tests/wheel.sh test
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$PREFLIGHT_TEST_WHEEL"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

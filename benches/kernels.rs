@@ -75,7 +75,7 @@ fn parquet_plan(
         scan: ScanOptions {
             jobs: 1,
             full_scan,
-            progress: false,
+            ..ScanOptions::default()
         },
     }
 }

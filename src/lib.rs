@@ -36,8 +36,12 @@
 //! kernels' lower-level entry points (`check_columns`, `Tally`) serve the
 //! scanner and may change.
 
+pub mod cache;
 pub mod check;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod error;
+pub mod filter;
 pub mod init;
 pub mod progress;
 pub mod report;
@@ -45,6 +49,7 @@ pub mod scan;
 pub mod schema;
 pub mod source;
 pub mod stream;
+pub mod violations;
 
 use std::path::PathBuf;
 
@@ -55,6 +60,13 @@ pub use scan::ScanOptions;
 pub use schema::Schema;
 
 use report::ErrorEntry;
+
+/// This crate's version (the Python package's `__version__` too).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The version with how it was built (`preflight --version`): the git
+/// commit when known, and the enabled cargo features (see build.rs).
+pub const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("PREFLIGHT_BUILD_INFO"), ")");
 
 /// Everything a run needs, decided before any data is read.
 #[derive(Debug, Clone)]
@@ -82,7 +94,11 @@ pub fn check(plan: &Plan) -> Report {
 /// schema that cannot be used gives the failed report instead.
 pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
     let (validator, files, discover_errors) = prepare(plan)?;
-    let mut partial = scan::scan(&validator, &files, &plan.scan);
+    let mut partial = match &plan.scan.cache {
+        // Spilled violations need every file read: the cache does not apply.
+        Some(dir) if plan.scan.violations.is_none() => cache::scan_cached(&validator, &files, &plan.scan, dir),
+        _ => scan::scan(&validator, &files, &plan.scan),
+    };
     // Errors of paths that matched nothing join the scan's, in file order.
     partial.add_errors(discover_errors);
     Ok((validator, partial))
@@ -93,14 +109,21 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
 /// schema's `dataset.files`), with the compiled schema.
 pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
     let (validator, paths) = schema_and_paths(plan)?;
-    Ok((validator, plan_paths(&paths, split_bytes)))
+    let hints = source::Hints::from_schema(validator.schema());
+    Ok((validator, plan_paths_with(&paths, split_bytes, &hints)))
 }
 
 /// The units of work for `paths`: each file, and each unit of files of at
 /// least `split_bytes` bytes. Paths that match nothing are units that carry
 /// their error. Check them with [`scan::check_units`].
 pub fn plan_paths(paths: &[PathBuf], split_bytes: u64) -> Vec<scan::WorkUnit> {
-    let (files, discover_errors) = source::layouts::discover::discover(paths);
+    plan_paths_with(paths, split_bytes, &source::Hints::default())
+}
+
+/// [`plan_paths`] for a schema: its columns decide which token `.bin` files
+/// a directory search picks up (see [`source::Format::searched`]).
+pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) -> Vec<scan::WorkUnit> {
+    let (files, discover_errors) = source::layouts::discover::discover_with(paths, hints);
     let mut units = scan::plan_units(&files, split_bytes);
     units.extend(discover_errors.iter().map(|e| scan::WorkUnit {
         path: e.file().unwrap_or_default().into(),
@@ -114,9 +137,12 @@ pub fn plan_paths(paths: &[PathBuf], split_bytes: u64) -> Vec<scan::WorkUnit> {
 
 /// The schema compiled, and the files a plan names (with the errors of
 /// paths that matched nothing).
-fn prepare(plan: &Plan) -> Result<(Validator, Vec<source::layouts::discover::DataFile>, Vec<ErrorEntry>), Report> {
+pub(crate) fn prepare(
+    plan: &Plan,
+) -> Result<(Validator, Vec<source::layouts::discover::DataFile>, Vec<ErrorEntry>), Report> {
     let (validator, paths) = schema_and_paths(plan)?;
-    let (files, discover_errors) = source::layouts::discover::discover(&paths);
+    let hints = source::Hints::from_schema(validator.schema());
+    let (files, discover_errors) = source::layouts::discover::discover_with(&paths, &hints);
     Ok((validator, files, discover_errors.iter().map(ErrorEntry::from).collect()))
 }
 

@@ -1,33 +1,9 @@
-//! The `preflight` binary: parse arguments, run the subcommand, exit with
-//! its status. Each subcommand lives in its own module under `cli/`.
-
-mod cli;
+//! The `preflight` binary. The command line lives in the library
+//! ([`preflight::cli`]) so that the Python wheel's `preflight` command runs
+//! the same code.
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use cli::args::{Args, Command};
-
 fn main() -> ExitCode {
-    match Args::parse().command {
-        Command::Check(a) => cli::check::run(a),
-        Command::Init {
-            paths,
-            model,
-            output,
-            force,
-        } => cli::init::run(&paths, model.as_deref(), &output, force),
-        Command::Merge {
-            reports,
-            format,
-            partial,
-        } => cli::merge::run(&reports, format, partial),
-        Command::Plan {
-            schema,
-            paths,
-            split_bytes,
-        } => cli::plan::run(schema, paths, split_bytes),
-        Command::Schema { schema } => cli::schema::run(schema),
-    }
+    ExitCode::from(preflight::cli::main_with_args(std::env::args_os()))
 }

@@ -25,6 +25,10 @@ pub struct ScanOptions {
     pub full_scan: bool,
     /// Draw a progress bar (the caller decides whether stderr is a terminal).
     pub progress: bool,
+    /// Where every violation is spilled (`--violations-out`), if wanted.
+    pub violations: Option<std::sync::Arc<crate::violations::Spill>>,
+    /// A result cache folder (`--cache`): unchanged files are not read.
+    pub cache: Option<std::path::PathBuf>,
 }
 
 /// A file opened and bound to the schema.
@@ -60,6 +64,12 @@ pub fn scan_selected(
     }
 }
 
+/// [`scan`] in the calling thread pool (for a caller already spreading
+/// files over it, as the cache does).
+pub(crate) fn scan_here(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> Partial {
+    scan_in_pool(validator, files, &vec![None; files.len()], opts)
+}
+
 fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
     let opened: Vec<(Option<Opened>, Vec<Error>)> = files.par_iter().map(|f| open(validator, f)).collect();
     let mut opened = opened;
@@ -91,9 +101,7 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
         .par_iter()
         .map(|&(fi, unit)| {
             let out = match &opened[fi].0 {
-                Some(o) if !CANCELLED.load(Ordering::Relaxed) => {
-                    check_unit(validator, o, &files[fi], fi, unit, opts.full_scan)
-                }
+                Some(o) if !CANCELLED.load(Ordering::Relaxed) => check_unit(validator, o, &files[fi], fi, unit, opts),
                 _ => (validator.tally(), Vec::new()),
             };
             progress.inc();
@@ -218,7 +226,8 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
         path: file.display.clone(),
         source,
     };
-    let source = match source::guarded(|| source::open(&file.path)) {
+    let hints = source::Hints::from_schema(validator.schema());
+    let source = match source::guarded(|| source::open_with(&file.path, &hints)) {
         Ok(s) => s,
         Err(e) => return (None, vec![read_err(e)]),
     };
@@ -259,10 +268,15 @@ fn check_unit(
     file: &DataFile,
     fi: usize,
     unit: usize,
-    full_scan: bool,
+    opts: &ScanOptions,
 ) -> (Tally, Vec<Error>) {
+    let full_scan = opts.full_scan;
     let mut tally = validator.tally();
     let mut errors: Vec<Error> = Vec::new();
+    let mut spill = opts.violations.as_ref().map(|s| s.unit(fi, unit));
+    if spill.is_some() {
+        tally.log = Some(Vec::new());
+    }
     // Columns that the file's statistics prove valid are not decoded.
     let mut projection = Vec::with_capacity(o.projection.len());
     let mut positions = vec![None; o.positions.len()];
@@ -320,12 +334,25 @@ fn check_unit(
                     errors.push(err);
                 }
             }
+            if let (Some(spill), Some(log)) = (spill.as_mut(), tally.log.as_mut()) {
+                spill
+                    .write(log)
+                    .map_err(|e| source::ReadError::new(format!("cannot spill violations: {e}")))?;
+            }
             if CANCELLED.load(Ordering::Relaxed) {
                 return Err(source::ReadError::new("interrupted"));
             }
             Ok(())
         })
     });
+    if let Some(spill) = spill
+        && let Err(e) = spill.finish()
+    {
+        errors.push(Error::Read {
+            path: file.display.clone(),
+            source: source::ReadError::new(format!("cannot spill violations: {e}")),
+        });
+    }
     if let Err(e) = result {
         errors.push(Error::Read {
             path: file.display.clone(),

@@ -10,6 +10,7 @@ pub fn validator() -> Validator {
   attention_mask: {kind: values, allowed: [0, 1], optional: true, nullable: true}
   score: {kind: range, min: 0.0, max: 1.0, optional: true}
   name: {kind: class, classes: [cat, dog], optional: true}
+  tokens: {kind: index, size: 1000, tokenizer_size: 900, max_length: 16, optional: true}
 ";
     let schema = Schema::from_yaml(yaml, "fuzz.yaml".as_ref()).expect("the fuzz schema is valid");
     Validator::new(schema, 3)
@@ -25,7 +26,9 @@ pub fn install_hook() {
     let _ = preflight::source::guarded(|| Ok(()));
     let inner = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let ours = info.location().is_some_and(|l| !l.file().contains(".cargo/registry") && !l.file().starts_with("/rustc/"));
+        let ours = info
+            .location()
+            .is_some_and(|l| !l.file().contains(".cargo/registry") && !l.file().starts_with("/rustc/"));
         if ours {
             eprintln!("panic in preflight's own code: {info}");
             std::process::abort();

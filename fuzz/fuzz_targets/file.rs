@@ -11,7 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use preflight::source;
 
-const EXTENSIONS: [&str; 9] = ["parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz"];
+const EXTENSIONS: [&str; 13] = [
+    "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
+];
 
 fuzz_target!(|data: &[u8]| {
     static VALIDATOR: OnceLock<preflight::Validator> = OnceLock::new();
@@ -19,15 +21,73 @@ fuzz_target!(|data: &[u8]| {
         common::install_hook();
         common::validator()
     });
-    let Some((&pick, bytes)) = data.split_first() else { return };
+    let Some((&pick, bytes)) = data.split_first() else {
+        return;
+    };
     let ext = EXTENSIONS[pick as usize % EXTENSIONS.len()];
     let dir = std::env::temp_dir().join(format!("preflight-fuzz-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
-    // An .npy file's column is named by its stem.
-    let path = dir.join(format!("input_ids.{ext}"));
-    std::fs::File::create(&path).and_then(|mut f| f.write_all(bytes)).expect("write the input");
+    let path = match ext {
+        // A dataset folder: u32 LE length, that many bytes of index.json,
+        // then the one MDS shard or LitData chunk it lists.
+        "mds" | "litdata" => {
+            let Some((len, rest)) = bytes.split_first_chunk::<4>() else {
+                return;
+            };
+            let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+            let (index, data) = rest.split_at(len);
+            let folder = dir.join(ext);
+            let _ = std::fs::create_dir_all(&folder);
+            std::fs::write(folder.join("index.json"), index).expect("write the index");
+            let name = if ext == "mds" {
+                "shard.00000.mds"
+            } else {
+                "chunk-0-0.bin"
+            };
+            let path = folder.join(name);
+            std::fs::write(&path, data).expect("write the input");
+            path
+        }
+        // A Megatron-LM dataset: u32 LE length, that many bytes of the
+        // .idx, then the .bin.
+        "megatron" => {
+            let Some((len, rest)) = bytes.split_first_chunk::<4>() else {
+                return;
+            };
+            let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+            let (index, data) = rest.split_at(len);
+            std::fs::write(dir.join("tokens.idx"), index).expect("write the index");
+            let path = dir.join("tokens.bin");
+            std::fs::write(&path, data).expect("write the input");
+            path
+        }
+        _ => {
+            // A raw or llm.c token file (no .idx beside it).
+            if ext == "bin" {
+                let _ = std::fs::remove_file(dir.join("input_ids.idx"));
+            }
+            // An .npy file's column is named by its stem.
+            let path = dir.join(format!("input_ids.{ext}"));
+            std::fs::File::create(&path)
+                .and_then(|mut f| f.write_all(bytes))
+                .expect("write the input");
+            path
+        }
+    };
     // As the scanner does: open and read under the file boundary's guard.
-    let Ok(src) = source::guarded(|| source::open(&path)) else { return };
+    // Raw token files take their dtype from the schema.
+    let hints = source::Hints {
+        // (MDS and LitData record theirs, and a dtype they do not record is
+        // an error before any sample is read: only their `bytes` get one).
+        dtypes: match ext {
+            "mds" | "litdata" => vec![("raw".into(), "uint16".into())],
+            _ => vec![("tokens".into(), "uint16".into())],
+        },
+        ..Default::default()
+    };
+    let Ok(src) = source::guarded(|| source::open_with(&path, &hints)) else {
+        return;
+    };
     let names: Vec<String> = src.columns().to_vec();
     let projection: Vec<usize> = (0..names.len()).collect();
     for unit in 0..src.units().min(64) {

@@ -23,9 +23,9 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
-import numpy as np
-import pyarrow as pa
-
+# numpy and pyarrow are imported where batches are converted, not here:
+# the `preflight` command (preflight/__main__.py) imports this package and
+# should start as fast as the binary.
 from ._preflight import Merged, Outcome, SchemaError, __version__
 from ._preflight import Validator as _Validator
 from ._preflight import merge as _merge
@@ -105,6 +105,35 @@ class Validator:
             raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
         return data
 
+    def mask(self, data: Any) -> Any:
+        """A ``pyarrow.BooleanArray``, true for the rows of ``data`` that pass
+        every rule: exactly the rows :meth:`check` reports are false. Raises
+        :class:`ValueError` when no row can be judged (a required column
+        missing, a column of a type its rule cannot check)."""
+        return self._inner.mask(to_arrow(data))
+
+    def filter(self, data: Any) -> Any:
+        """``data`` without the rows that break a rule, in ``data``'s own
+        kind: a pyarrow RecordBatch or Table, a pandas DataFrame, a dict of
+        columns (NumPy arrays or lists, row-indexed) or a list of samples."""
+        keep = self.mask(data)
+        if hasattr(data, "filter") and (hasattr(data, "__arrow_c_array__") or hasattr(data, "__arrow_c_stream__")):
+            return data.filter(keep)
+        flags = keep.to_pylist()
+        if type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "columns"):
+            return data[flags]
+        if isinstance(data, Mapping):
+            import numpy as np
+
+            out = {}
+            for k, v in data.items():
+                if isinstance(v, np.ndarray):
+                    out[k] = v[np.asarray(flags, dtype=bool)]
+                else:
+                    out[k] = [x for x, f in zip(v, flags) if f]
+            return out
+        return [s for s, f in zip(data, flags) if f]
+
     def check_partial(self, data: Any, source: str = "<batch>", first_row: int = 0) -> str:
         """:meth:`check`, as a partial report (JSON text) for :func:`merge`."""
         return self._inner.check_partial(to_arrow(data), source, first_row)
@@ -167,6 +196,8 @@ def merge(reports: Sequence[Union[str, Mapping]]) -> Merged:
 
 def to_arrow(data: Any) -> Any:
     """Arrow data for ``data`` (see the module's docs for what is accepted)."""
+    import pyarrow as pa
+
     if hasattr(data, "__arrow_c_array__") or hasattr(data, "__arrow_c_stream__"):
         return data
     if type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "columns"):
@@ -190,6 +221,9 @@ def _column(values: Any) -> Any:
     """One Arrow array for a column: NumPy arrays of any rank (rank >= 2 as
     fixed-size lists of each row's elements, as the CLI reads .npy files),
     Arrow arrays, lists (ragged lists become list arrays)."""
+    import numpy as np
+    import pyarrow as pa
+
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
     if not isinstance(values, (list, tuple, np.ndarray)):
@@ -215,6 +249,8 @@ def _column(values: Any) -> Any:
 def _stack(values: list) -> Any:
     """A column from the samples' values: NumPy stacks when every value is an
     array of one shape, else the list as is (ragged sequences)."""
+    import numpy as np
+
     if values and all(hasattr(v, "shape") or hasattr(v, "__array__") for v in values):
         arrays = [v if isinstance(v, np.ndarray) else _column_np(v) for v in values]
         if len({a.shape for a in arrays}) == 1:
@@ -223,8 +259,10 @@ def _stack(values: list) -> Any:
     return values
 
 
-def _column_np(v: Any) -> np.ndarray:
+def _column_np(v: Any) -> Any:
     """A NumPy array for an array-like; a tensor leaves autograd and its device."""
+    import numpy as np
+
     if hasattr(v, "detach"):
         v = v.detach()
     if hasattr(v, "cpu"):

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use arrow::array::RecordBatch;
-use arrow::pyarrow::{FromPyArrow, Table};
+use arrow::pyarrow::{FromPyArrow, Table, ToPyArrow};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -67,6 +67,23 @@ impl Validator {
             human: human::render(&report, None),
             exit_code: report.outcome().exit_code(),
         })
+    }
+
+    /// Which rows pass every rule: a pyarrow BooleanArray over the rows of
+    /// all of `data`'s batches, in order.
+    fn mask(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let batches = batches(data)?;
+        let validator = &self.inner;
+        let masks = py.detach(|| {
+            batches
+                .iter()
+                .map(|b| validator.mask(b))
+                .collect::<Result<Vec<_>, String>>()
+        });
+        let masks = masks.map_err(PyValueError::new_err)?;
+        let all: Vec<Option<bool>> = masks.iter().flat_map(|m| m.iter()).collect();
+        let mask = arrow::array::BooleanArray::from(all);
+        arrow::array::Array::to_data(&mask).to_pyarrow(py).map(|b| b.unbind())
     }
 
     /// [`Validator::check`] as a partial report (the JSON report with its
@@ -203,6 +220,16 @@ fn batches(data: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
     )))
 }
 
+/// Runs the `preflight` command line (`argv[0]` is the program name) with
+/// the GIL released, writing to the process's own stdout and stderr, and
+/// returns its exit status: the wheel's `preflight` command
+/// (`preflight/__main__.py`). `check` takes over SIGINT for the process, as
+/// the binary does (Ctrl-C exits 130).
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| preflight::cli::main_with_args(argv))
+}
+
 #[pymodule]
 fn _preflight(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Validator>()?;
@@ -210,7 +237,9 @@ fn _preflight(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Merged>()?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add("SchemaError", m.py().get_type::<SchemaError>())?;
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("__version__", preflight::VERSION)?;
+    m.add("__build__", preflight::LONG_VERSION)?;
     Ok(())
 }

@@ -213,3 +213,43 @@ def test_masked_numpy_elements_are_nulls():
     ids[2, 3] = np.ma.masked
     v2 = preflight.Validator({"columns": {"ids": {"kind": "index", "size": 5}}})
     assert hits(v2.check({"ids": ids}), "ids", "null") == (1, [("<batch>", 2, None)])
+
+
+def test_mask_and_filter_drop_exactly_the_reported_rows_of_every_batch_type():
+    label, ids = planted(bad_rows=(7, 123, 400))
+    ids[42] = [None, 3]  # a null id: the null rule drops the row too
+    keep = [i not in (7, 42, 123, 400) for i in range(500)]
+    batch = pa.record_batch({"label": pa.array(label), "input_ids": pa.array(ids, pa.list_(pa.int32()))})
+    v = preflight.Validator(SCHEMA)
+    mask = v.mask(batch)
+    assert isinstance(mask, pa.BooleanArray) and mask.to_pylist() == keep
+    # Across the batches of a table, rows in order.
+    table = pa.Table.from_batches([batch.slice(0, 100), batch.slice(100)])
+    assert v.mask(table).to_pylist() == keep
+    kept = v.filter(table)
+    assert isinstance(kept, pa.Table) and kept.equals(table.filter(pa.array(keep)))
+    assert v.check(kept)["ok"] is True
+    assert v.filter(batch).num_rows == 496
+    df = batch.to_pandas()
+    assert v.filter(df).index.tolist() == [i for i in range(500) if keep[i]]
+    cols = {"label": label, "input_ids": ids}
+    got = v.filter(cols)
+    assert got["label"].tolist() == [int(x) for i, x in enumerate(label) if keep[i]]
+    assert got["input_ids"] == [x for i, x in enumerate(ids) if keep[i]]
+    samples = [{"label": int(label[i]), "input_ids": ids[i]} for i in range(500)]
+    assert v.filter(samples) == [s for s, k in zip(samples, keep) if k]
+    with pytest.raises(ValueError, match="input_ids"):
+        v.mask({"label": label})
+
+
+def test_datasets_filter_recipe():
+    """The README's recipe: Dataset.filter(batched=True) with the mask."""
+    datasets = pytest.importorskip("datasets")
+    label, ids = planted()
+    ds = datasets.Dataset.from_dict({"label": label.tolist(), "input_ids": ids})
+    v = preflight.Validator(SCHEMA)
+    clean = ds.filter(lambda batch: v.mask(batch).to_pylist(), batched=True, batch_size=64)
+    assert len(clean) == 497
+    assert v.check(clean.data.table)["ok"] is True
+    fast = ds.with_format("arrow").filter(lambda t: v.mask(t).to_pylist(), batched=True)
+    assert len(fast) == 497

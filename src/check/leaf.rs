@@ -9,7 +9,7 @@ use arrow::datatypes::{
 };
 
 use super::{ColumnCheck, Place, list, type_name};
-use crate::report::{Example, Tally, Value};
+use crate::report::{Example, Logged, Spot, Tally, Value};
 
 /// How one non-null value fares against the column's value rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +22,8 @@ pub enum Verdict {
     NotInteger,
 }
 
-/// Maps a position of the array being checked to its row in the file.
-pub(crate) type ToRow<'a> = &'a dyn Fn(usize) -> u64;
+/// Maps a position of the array being checked to where it sits in the file.
+pub(crate) type ToRow<'a> = &'a dyn Fn(usize) -> Spot;
 
 /// Applies the value rule (and the null rule) to `array[range]`.
 pub(crate) fn check_values(
@@ -128,29 +128,29 @@ pub(crate) fn check_values(
 
 /// Records a null, unless the column allows nulls.
 #[inline]
-pub(crate) fn null_hit(col: &ColumnCheck, tally: &mut Tally, at: Place, row: u64) {
+pub(crate) fn null_hit(col: &ColumnCheck, tally: &mut Tally, at: Place, spot: Spot) {
     if !col.spec.nullable {
-        tally.hit(col.slots.null, at.file, row, || Value::Null);
+        tally.hit(col.slots.null, at.file, spot, || Value::Null);
     }
 }
 
 /// Records a non-null value's verdict.
 #[inline]
-fn verdict_hit(col: &ColumnCheck, tally: &mut Tally, at: Place, row: u64, verdict: Verdict, value: Value) {
+fn verdict_hit(col: &ColumnCheck, tally: &mut Tally, at: Place, spot: Spot, verdict: Verdict, value: Value) {
     match verdict {
         Verdict::Ok => {}
         Verdict::Bad => {
             if let Some(w) = whole_of(&value) {
                 tally.checks[col.slots.value].evidence.bad_whole(w);
             }
-            tally.hit(col.slots.value, at.file, row, || value);
+            tally.hit(col.slots.value, at.file, spot, || value);
         }
         Verdict::NotInteger => {
             let slot = col.slots.not_integer.unwrap_or(col.slots.value);
             if matches!(value, Value::Float(f) if f.is_finite()) {
                 tally.checks[slot].evidence.saw_fraction = true;
             }
-            tally.hit(slot, at.file, row, || value);
+            tally.hit(slot, at.file, spot, || value);
         }
     }
 }
@@ -445,10 +445,23 @@ where
         }
         let w: i128 = v.into();
         check.evidence.bad_whole(w);
-        if check.examples.len() < room {
+        let wanted = check.examples.len() < room;
+        if !wanted && tally.log.is_none() {
+            continue;
+        }
+        let spot = to_row(range.start + i);
+        if wanted {
             check.examples.push(Example {
                 file: at.file,
-                row: to_row(range.start + i),
+                row: spot.row,
+                value: Value::Int(w),
+            });
+        }
+        if let Some(log) = tally.log.as_mut() {
+            log.push(Logged {
+                check: col.slots.value,
+                file: at.file,
+                spot,
                 value: Value::Int(w),
             });
         }
@@ -479,7 +492,14 @@ fn dictionary(
     let mut verdicts: Vec<Option<(usize, Value)>> = vec![None; values.len()];
     for (e, verdict) in verdicts.iter_mut().enumerate() {
         let before: Vec<u64> = scratch.checks.iter().map(|c| c.violations).collect();
-        check_values(col, values.as_ref(), e..e + 1, &|_| e as u64, at, &mut scratch)?;
+        check_values(
+            col,
+            values.as_ref(),
+            e..e + 1,
+            &|_| Spot::row(e as u64),
+            at,
+            &mut scratch,
+        )?;
         for (slot, c) in scratch.checks.iter().enumerate() {
             if c.violations > before[slot] {
                 let value = c.examples.last().map(|x| x.value.clone()).unwrap_or(Value::Null);

@@ -13,7 +13,7 @@ use arrow::datatypes::DataType;
 
 use super::leaf::{ToRow, check_values, null_hit};
 use super::{ColumnCheck, Place, type_name};
-use crate::report::{Tally, Value};
+use crate::report::{Spot, Tally, Value};
 
 /// Value rules over the elements of the rows `range` of a list array.
 pub(crate) fn check_list_values(
@@ -34,7 +34,14 @@ pub(crate) fn check_list_values(
             // Where row 0's elements start in `child` (a sliced array may not
             // start at the child's beginning).
             let base = if a.is_empty() { 0 } else { a.value_offset_at(0) };
-            let child_to_row = |c: usize| to_row((c - base) / size.max(1));
+            let child_to_row = |c: usize| {
+                let outer = to_row((c - base) / size.max(1));
+                Spot {
+                    row: outer.row,
+                    pos: Some(((c - base) % size.max(1)) as u64),
+                    parent: outer.pos,
+                }
+            };
             each_run(a.nulls(), range, |rows, valid| {
                 if valid {
                     let start = base + rows.start * size;
@@ -64,7 +71,12 @@ fn offsets_values<O: OffsetSizeTrait>(
     let child = a.values();
     let child_to_row = |c: usize| {
         let r = offsets.partition_point(|&o| o.as_usize() <= c).saturating_sub(1);
-        to_row(r)
+        let outer = to_row(r);
+        Spot {
+            row: outer.row,
+            pos: Some((c - offsets[r].as_usize()) as u64),
+            parent: outer.pos,
+        }
     };
     each_run(a.nulls(), range, |rows, valid| {
         if valid {
@@ -186,7 +198,7 @@ pub(crate) fn check_lengths(
     tally: &mut Tally,
 ) -> Result<(), String> {
     let lens = row_lengths(col, array)?;
-    let to_row = |i: usize| at.first_row + i as u64;
+    let to_row = |i: usize| Spot::row(at.first_row + i as u64);
     let s = &col.slots;
     if let (Some(max), Some(slot)) = (col.spec.max_length, s.max_length) {
         for (i, len) in lens.iter().enumerate() {

@@ -10,6 +10,7 @@
 //! auto-vectorised loop. Positions are looked for only when the count says
 //! there is something to find.
 
+mod band;
 mod leaf;
 mod list;
 mod stats;
@@ -29,6 +30,7 @@ pub(crate) struct Slots {
     pub value: usize,
     pub null: usize,
     pub not_integer: Option<usize>,
+    pub tokenizer_size: Option<usize>,
     pub max_length: Option<usize>,
     pub min_length: Option<usize>,
     pub same_length_as: Option<usize>,
@@ -261,6 +263,7 @@ impl Validator {
             let value = slot(spec.values.rule());
             let null = slot(Rule::Null);
             let not_integer = spec.values.wants_integers().then(|| slot(Rule::NotInteger));
+            let tokenizer_size = spec.tokenizer_size.map(|_| slot(Rule::TokenizerSize));
             let max_length = spec.max_length.map(|_| slot(Rule::MaxLength));
             let min_length = spec.min_length.map(|_| slot(Rule::MinLength));
             let same_length_as = spec.same_length_as.map(|_| slot(Rule::SameLengthAs));
@@ -268,6 +271,7 @@ impl Validator {
                 value,
                 null,
                 not_integer,
+                tokenizer_size,
                 max_length,
                 min_length,
                 same_length_as,
@@ -343,11 +347,21 @@ impl Validator {
                     col,
                     array.as_ref(),
                     0..array.len(),
-                    &|p| first_row + p as u64,
+                    &|p| crate::report::Spot::row(first_row + p as u64),
                     at,
                     tally,
                 )
             };
+            if result.is_ok() && shaped.get(ci) != Some(&true) {
+                if let Some(slot) = col.slots.tokenizer_size {
+                    band::check_band(col, array.as_ref(), slot, at, tally);
+                }
+                if let ValueRule::Index { .. } = col.spec.values
+                    && let Some(cap) = band::capacity(array.data_type())
+                {
+                    tally.checks[col.slots.value].evidence.stored_in(cap);
+                }
+            }
             if result.is_ok() && col.spec.has_length_rules() {
                 let other = col
                     .spec
@@ -401,6 +415,29 @@ impl Validator {
             }));
         }
         partial
+    }
+
+    /// Which rows of `batch` pass every rule (true) and which break one
+    /// (false): the mask that drops exactly the rows `check` reports. A
+    /// column the schema requires and the batch lacks, or one whose type
+    /// its rule cannot check, is an error: no row can be said to pass.
+    pub fn mask(&self, batch: &RecordBatch) -> Result<arrow::array::BooleanArray, String> {
+        let names: Vec<&str> = batch.schema_ref().fields().iter().map(|f| f.name().as_str()).collect();
+        if let Some(column) = self.missing(&names).first() {
+            return Err(format!("column `{column}` is missing (the schema requires it)"));
+        }
+        let mut tally = Tally::new(self.plan.len(), 0);
+        tally.log = Some(Vec::new());
+        if let Some(e) = self.check_batch(batch, 0, 0, &mut tally).into_iter().next() {
+            return Err(e.to_string());
+        }
+        let mut keep = vec![true; batch.num_rows()];
+        for l in tally.log.unwrap_or_default() {
+            if let Some(k) = usize::try_from(l.spot.row).ok().and_then(|r| keep.get_mut(r)) {
+                *k = false;
+            }
+        }
+        Ok(arrow::array::BooleanArray::from(keep))
     }
 
     /// [`Validator::check`] over consecutive batches of one source, the

@@ -1,4 +1,5 @@
-//! Command-line arguments. clap types stay here: the library never sees them.
+//! Command-line arguments. clap types stay in this private module: they are
+//! never part of the library's API.
 
 use std::path::PathBuf;
 
@@ -6,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Catch bad training data before it reaches the GPU.
 #[derive(Debug, Parser)]
-#[command(name = "preflight", version, about)]
+#[command(name = "preflight", version, long_version = crate::LONG_VERSION, about)]
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
@@ -61,6 +62,27 @@ pub enum Command {
         #[arg(long, value_name = "BYTES", default_value_t = 128 << 20)]
         split_bytes: u64,
     },
+    /// Write a copy of Parquet data without the rows that break any rule,
+    /// with a manifest of the rows dropped (preflight-filter.json). The
+    /// input is never modified. Exit status 0, or 2 when a file was not
+    /// written.
+    Filter {
+        /// The schema file [default: preflight.yaml]
+        #[arg(short, long, value_name = "SCHEMA")]
+        schema: Option<PathBuf>,
+        /// Parquet files, directories or globs; default: the schema's dataset.files
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// The folder to write the copies into (created if missing)
+        #[arg(long, value_name = "DIR", required = true)]
+        out: PathBuf,
+        /// Worker threads (default: all cores)
+        #[arg(short, long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Report format (the check's report, on stdout)
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
     /// Check a schema alone and print it fully resolved (every reference
     /// replaced by its number, with its source). Exit status 0 or 2.
     Schema {
@@ -112,6 +134,15 @@ pub struct CheckArgs {
     /// Never draw a progress bar
     #[arg(long)]
     pub no_progress: bool,
+    /// Also write every violation (uncapped) to FILE: .jsonl, .csv or
+    /// .parquet, in (file, row, column, rule) order, written atomically
+    #[arg(long, value_name = "FILE")]
+    pub violations_out: Option<PathBuf>,
+
+    /// Keep each file's result in DIR and reuse it while the file and the
+    /// check are unchanged (see README, "Repeated gates")
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

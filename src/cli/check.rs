@@ -2,11 +2,10 @@
 //! on stdout and the outcome as the exit status.
 
 use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
 use std::time::Instant;
 
-use preflight::report::ErrorEntry;
-use preflight::{Plan, Report, ScanOptions, Schema, Validator};
+use crate::report::ErrorEntry;
+use crate::{Plan, Report, ScanOptions, Schema, Validator};
 
 use super::args::{CheckArgs, Format};
 use super::render;
@@ -21,20 +20,22 @@ const INTERRUPTED: u8 = 130;
 fn handle_interrupts() {
     let signals = std::sync::atomic::AtomicUsize::new(0);
     let _ = ctrlc::set_handler(move || {
-        preflight::scan::CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+        crate::scan::CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
         if signals.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            crate::violations::clean_up();
             std::process::exit(INTERRUPTED.into());
         }
         std::thread::spawn(|| {
             std::thread::sleep(std::time::Duration::from_secs(1));
             eprintln!("preflight: interrupted");
+            crate::violations::clean_up();
             std::process::exit(INTERRUPTED.into());
         });
     });
 }
 
 /// `preflight check`: files, or an Arrow IPC stream on stdin (`-`).
-pub fn run(a: CheckArgs) -> ExitCode {
+pub fn run(a: CheckArgs) -> u8 {
     handle_interrupts();
     let started = Instant::now();
     let schema = a.schema.unwrap_or_else(|| "preflight.yaml".into());
@@ -54,11 +55,24 @@ pub fn run(a: CheckArgs) -> ExitCode {
         usage("--pass-through needs `-` (an Arrow IPC stream on stdin) as the only path")
     } else if a.partial && a.format != Format::Json {
         usage("--partial needs --format json")
+    } else if stdin && a.violations_out.is_some() {
+        usage("--violations-out reads files, not a stream on stdin")
+    } else if let Some(Err(e)) = a.violations_out.as_deref().map(crate::violations::OutFormat::of) {
+        usage(&e)
     } else if stdin {
         let (report, state) = check_stdin(&schema, a.max_examples, a.pass_through, a.partial);
         mergeable = state;
         report
     } else {
+        let spill = match a
+            .violations_out
+            .as_ref()
+            .map(|_| crate::violations::Spill::new())
+            .transpose()
+        {
+            Ok(spill) => spill,
+            Err(e) => return fail_usage(a.format, &format!("--violations-out: cannot make a spill folder: {e}")),
+        };
         let plan = Plan {
             schema,
             paths: a.paths,
@@ -67,10 +81,22 @@ pub fn run(a: CheckArgs) -> ExitCode {
                 jobs: a.jobs.unwrap_or(0),
                 full_scan: a.full_scan,
                 progress: !a.no_progress && std::io::stderr().is_terminal(),
+                violations: spill.clone(),
+                cache: a.cache.clone(),
             },
         };
-        match preflight::check_partial(&plan) {
-            Ok((validator, partial)) => {
+        match crate::check_partial(&plan) {
+            Ok((validator, mut partial)) => {
+                if let (Some(out), Some(spill)) = (&a.violations_out, &spill)
+                    && !crate::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst)
+                    && let Err(e) = crate::violations::write(spill, out, &partial.files, &validator)
+                {
+                    partial.add_errors(vec![ErrorEntry {
+                        file: None,
+                        message: e,
+                        unit: 0,
+                    }]);
+                }
                 if a.partial {
                     mergeable = Some(partial.to_json(&validator));
                 }
@@ -79,9 +105,9 @@ pub fn run(a: CheckArgs) -> ExitCode {
             Err(report) => report,
         }
     };
-    if preflight::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst) {
+    if crate::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst) {
         eprintln!("preflight: interrupted");
-        return ExitCode::from(INTERRUPTED);
+        return INTERRUPTED;
     }
     let text = render(&report, a.format, mergeable, Some(started.elapsed()));
     // Machine formats on stdout: errors also go to stderr, for whoever watches.
@@ -98,7 +124,21 @@ pub fn run(a: CheckArgs) -> ExitCode {
     } else {
         std::io::stdout().lock().write_all(text.as_bytes())
     };
-    ExitCode::from(report.outcome().exit_code())
+    report.outcome().exit_code()
+}
+
+/// A run that cannot start: the message as a failed report, exit 2.
+fn fail_usage(format: Format, message: &str) -> u8 {
+    let report = Report::failed(vec![ErrorEntry {
+        file: None,
+        message: message.to_string(),
+        unit: 0,
+    }]);
+    eprintln!("error: {message}");
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(render(&report, format, None, None).as_bytes());
+    report.outcome().exit_code()
 }
 
 /// Checks the stream on stdin; with `partial`, also its mergeable state.
@@ -116,7 +156,7 @@ fn check_stdin(
     let mut input = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     let pass: Option<&mut dyn Write> = if pass_through { Some(&mut stdout) } else { None };
-    let result = preflight::stream::check_stream(&validator, "<stdin>", &mut input, pass);
+    let result = crate::stream::check_stream(&validator, "<stdin>", &mut input, pass);
     let state = partial.then(|| result.partial.to_json(&validator));
     let mut report = result.partial.report(&validator);
     report.warnings.extend(result.stopped);

@@ -1,32 +1,31 @@
 //! `preflight init`: propose a schema from the data and write it.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// Writes the proposed schema to `output` (refusing to overwrite unless
 /// `force`), after checking that `check` would accept it.
-pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) -> ExitCode {
+pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) -> u8 {
     if output.exists() && !force {
         eprintln!("error: {} exists; pass --force to overwrite it", output.display());
-        return ExitCode::from(2);
+        return 2;
     }
     let dir = output.parent().unwrap_or(std::path::Path::new("."));
-    let text = match preflight::init::propose(paths, model, dir) {
+    let text = match crate::init::propose(paths, model, dir) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
     // What init writes must be a schema that check accepts.
-    if let Err(e) = preflight::Schema::from_yaml(&text, output) {
+    if let Err(e) = crate::Schema::from_yaml(&text, output) {
         eprintln!("error: the proposed schema does not validate ({e}):\n{text}");
-        return ExitCode::from(2);
+        return 2;
     }
     if let Err(e) = std::fs::write(output, &text) {
         eprintln!("error: {}: {e}", output.display());
-        return ExitCode::from(2);
+        return 2;
     }
     eprintln!("wrote {}", output.display());
-    ExitCode::SUCCESS
+    0
 }

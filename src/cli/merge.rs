@@ -1,16 +1,15 @@
 //! `preflight merge`: partial reports into the report of the whole.
 
 use std::io::Write;
-use std::process::ExitCode;
 
-use preflight::Report;
-use preflight::report::ErrorEntry;
+use crate::Report;
+use crate::report::ErrorEntry;
 
 use super::args::Format;
 use super::render;
 
 /// `preflight merge`: partial reports into the report of the whole.
-pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> ExitCode {
+pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> u8 {
     let mut docs = Vec::with_capacity(paths.len());
     for path in paths {
         let shown = path.display().to_string();
@@ -28,7 +27,7 @@ pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> 
             Err(message) => return merge_failed(message, format),
         }
     }
-    let (partial, validator) = match preflight::Partial::merge_reports(&docs) {
+    let (partial, validator) = match crate::Partial::merge_reports(&docs) {
         Ok(merged) => merged,
         Err(message) => return merge_failed(message, format),
     };
@@ -37,12 +36,12 @@ pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> 
     let _ = std::io::stdout()
         .lock()
         .write_all(render(&report, format, state, None).as_bytes());
-    ExitCode::from(report.outcome().exit_code())
+    report.outcome().exit_code()
 }
 
 /// A merge that cannot be done: the message on stderr, and for machine
 /// formats still their one document on stdout.
-fn merge_failed(message: String, format: Format) -> ExitCode {
+fn merge_failed(message: String, format: Format) -> u8 {
     eprintln!("error: {message}");
     if format != Format::Human {
         let failed = Report::failed(vec![ErrorEntry {
@@ -54,5 +53,5 @@ fn merge_failed(message: String, format: Format) -> ExitCode {
             .lock()
             .write_all(render(&failed, format, None, None).as_bytes());
     }
-    ExitCode::from(2)
+    2
 }

@@ -3,39 +3,38 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use preflight::{Plan, ScanOptions};
+use crate::{Plan, ScanOptions};
 
 /// Prints the units of the check `schema` and `paths` describe.
-pub fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, split_bytes: u64) -> ExitCode {
+pub fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, split_bytes: u64) -> u8 {
     let plan = Plan {
         schema: schema.unwrap_or_else(|| "preflight.yaml".into()),
         paths,
         max_examples: 0,
         scan: ScanOptions::default(),
     };
-    match preflight::plan_units(&plan, split_bytes) {
+    match crate::plan_units(&plan, split_bytes) {
         Ok((_, units)) => {
             // A path that is not UTF-8 cannot be written in JSON.
             let units = match serde_json::to_value(&units) {
                 Ok(u) => u,
                 Err(e) => {
                     eprintln!("error: cannot write the plan: {e}");
-                    return ExitCode::from(2);
+                    return 2;
                 }
             };
             let doc = serde_json::json!({ "units": units });
             let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
             text.push('\n');
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            ExitCode::SUCCESS
+            0
         }
         Err(report) => {
             for e in &report.errors {
                 eprintln!("error: {}", e.message);
             }
-            ExitCode::from(2)
+            2
         }
     }
 }

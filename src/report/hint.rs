@@ -56,6 +56,13 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
             if e.saw_minus_one {
                 return Some("-1 is often used as a padding id, but embedding lookups reject negative ids: pad with the tokenizer's pad_token_id".into());
             }
+            if e.bad_wide[1] > 0 && e.bad_max.is_some_and(|m| m >= 1 << 32) {
+                return Some(format!(
+                    "{} ids are >= 2^32 (up to {}): no vocabulary is that large, so these are two 32-bit ids read as one 64-bit value: int32 token data read as int64 (check the dtype the shard was written with, and the `dtype:` it is read with)",
+                    e.bad_wide[1],
+                    e.bad_max.unwrap_or_default()
+                ));
+            }
             // "Just above": within what added tokens plausibly are (1% of the
             // vocabulary, at least 1,024), but never past half a small one.
             if let (Some(lo), Some(hi)) = (e.bad_min, e.bad_max)
@@ -71,6 +78,12 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
                     "{ids} just above the size {size}: tokens were added to the tokenizer without resizing the embedding matrix (model.resize_token_embeddings(len(tokenizer)))"
                 ));
             }
+            if *size <= 1 << 16 && t.violations >= 4 && e.bad_wide[0] * 2 >= t.violations {
+                return Some(format!(
+                    "{} of the {} offending ids are >= 65536 although size is {size}: pairs of uint16 ids read as one uint32 value (a uint16 file read with the wrong dtype; nanoGPT and llm.c GPT-2 shards are uint16)",
+                    e.bad_wide[0], t.violations
+                ));
+            }
             if let Some(hi) = e.bad_max
                 && hi >= *size
                 && hi < 1 << 31
@@ -78,6 +91,17 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
                 return Some(format!("ids reach {hi}, far above size {size}: the data was tokenized with a different tokenizer than the model's"));
             }
             None
+        }
+        (Rule::TokenizerSize, ValueRule::Index { size, .. }) => {
+            let tok = spec.tokenizer_size.unwrap_or_default();
+            let ids = match (e.bad_min, e.bad_max) {
+                (Some(lo), Some(hi)) if lo < hi => format!("ids {lo}..={hi} are"),
+                (Some(lo), _) => format!("id {lo} is"),
+                _ => "ids are".to_string(),
+            };
+            Some(format!(
+                "{ids} past the tokenizer's {tok} ids but inside the embedding's {size} rows: padding rows that were never trained (the data was tokenized with another, larger tokenizer, or tokenizer_size is out of date)"
+            ))
         }
         (Rule::MaxLength, _) => Some(format!(
             "rows longer than max_length {}: truncation is missing (tokenizer(..., truncation=True, max_length={}))",
@@ -91,6 +115,37 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
         (Rule::Null, _) => Some("missing values in a column without `nullable: true`: fill or drop those rows".into()),
         _ => None,
     }
+}
+
+/// The warning for an `index` column stored in an integer type too narrow
+/// for its vocabulary: ids past the type's range wrapped (silently, in
+/// NumPy's cast) when the data was written, so they look valid.
+pub fn capacity_warning(spec: &ColumnSpec, rule: Rule, e: &super::Evidence) -> Option<String> {
+    let (Rule::Index, ValueRule::Index { size, .. }) = (rule, &spec.values) else {
+        return None;
+    };
+    let cap = e.capacity?;
+    let (vocab, what) = match spec.tokenizer_size {
+        Some(t) => (t, "tokenizer_size"),
+        None => (*size, "size"),
+    };
+    if vocab - 1 <= cap {
+        return None;
+    }
+    let name = match cap {
+        127 => "int8",
+        255 => "uint8",
+        32767 => "int16",
+        65535 => "uint16",
+        2147483647 => "int32",
+        4294967295 => "uint32",
+        _ => "an integer type",
+    };
+    Some(format!(
+        "column `{}`: ids are stored as {name} (at most {cap}), which cannot hold id {} of the {vocab}-id vocabulary ({what}): ids past {cap} wrapped when the data was written and now look valid; store them as int32 or uint32",
+        spec.name,
+        vocab - 1
+    ))
 }
 
 #[cfg(test)]

@@ -79,6 +79,43 @@ pub struct Example {
     pub value: Value,
 }
 
+/// Where a value sits in its file: its row and, for a list element, its
+/// index in its innermost list (`pos`) and that list's index in the list
+/// around it (`parent`): for an image of pixel rows, x and y.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Spot {
+    /// 0-based row within the file.
+    pub row: u64,
+    /// Index of the element in its innermost list.
+    pub pos: Option<u64>,
+    /// Index of that list in the list around it.
+    pub parent: Option<u64>,
+}
+
+impl Spot {
+    /// A whole row (a scalar value, a null row, a row's length).
+    pub fn row(row: u64) -> Spot {
+        Spot {
+            row,
+            pos: None,
+            parent: None,
+        }
+    }
+}
+
+/// One violation as `--violations-out` writes it: every one, uncapped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logged {
+    /// Index of the check (schema column and rule, in report order).
+    pub check: usize,
+    /// Index of the file in the run's sorted file list.
+    pub file: usize,
+    /// Where in the file.
+    pub spot: Spot,
+    /// The offending value, as in examples.
+    pub value: Value,
+}
+
 /// What the data showed about a value check, for hints.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
@@ -96,6 +133,12 @@ pub struct Evidence {
     pub saw_255: bool,
     /// Offending values with a fractional part.
     pub saw_fraction: bool,
+    /// Offending whole numbers >= 2^16 (a uint16 file read as uint32 gives
+    /// mostly these) and >= 2^32 (int32 data read as int64).
+    pub bad_wide: [u64; 2],
+    /// The largest value the narrowest integer type the column was stored
+    /// in can hold (uint16: 65535), for the dtype-capacity warning.
+    pub capacity: Option<i128>,
 }
 
 impl Evidence {
@@ -103,12 +146,23 @@ impl Evidence {
     pub fn bad_whole(&mut self, v: i128) {
         self.bad_min = Some(self.bad_min.map_or(v, |m| m.min(v)));
         self.bad_max = Some(self.bad_max.map_or(v, |m| m.max(v)));
+        if v >= 1 << 16 {
+            self.bad_wide[0] += 1;
+        }
+        if v >= 1 << 32 {
+            self.bad_wide[1] += 1;
+        }
         match v {
             -1 => self.saw_minus_one = true,
             -100 => self.saw_minus_100 = true,
             255 => self.saw_255 = true,
             _ => {}
         }
+    }
+
+    /// Notes that values were stored in a type holding at most `max`.
+    pub fn stored_in(&mut self, max: i128) {
+        self.capacity = Some(self.capacity.map_or(max, |c| c.min(max)));
     }
 
     /// Notes the smallest whole number of some checked values.
@@ -131,6 +185,9 @@ impl Evidence {
         self.saw_minus_100 |= o.saw_minus_100;
         self.saw_255 |= o.saw_255;
         self.saw_fraction |= o.saw_fraction;
+        self.bad_wide[0] += o.bad_wide[0];
+        self.bad_wide[1] += o.bad_wide[1];
+        self.capacity = pick(self.capacity, o.capacity, i128::min);
     }
 }
 
@@ -154,6 +211,9 @@ pub struct Tally {
     pub rows: u64,
     /// Examples kept per check.
     pub max_examples: usize,
+    /// Every violation, when they are wanted (`--violations-out`); the
+    /// scanner drains it after each batch.
+    pub log: Option<Vec<Logged>>,
 }
 
 impl Tally {
@@ -163,6 +223,7 @@ impl Tally {
             checks: vec![CheckTally::default(); checks],
             rows: 0,
             max_examples,
+            log: None,
         }
     }
 
@@ -176,19 +237,35 @@ impl Tally {
             a.examples.extend(b.examples.into_iter().take(room));
             a.evidence.merge(&b.evidence);
         }
+        if let (Some(log), Some(later)) = (self.log.as_mut(), later.log) {
+            log.extend(later);
+        }
     }
 
     /// Records one violation of check `check`; `value` is only built while
     /// examples are still wanted.
     #[inline]
-    pub fn hit(&mut self, check: usize, file: usize, row: u64, value: impl FnOnce() -> Value) {
+    pub fn hit(&mut self, check: usize, file: usize, spot: Spot, value: impl FnOnce() -> Value) {
         let c = &mut self.checks[check];
         c.violations += 1;
-        if c.examples.len() < self.max_examples {
+        let wanted = c.examples.len() < self.max_examples;
+        if !wanted && self.log.is_none() {
+            return;
+        }
+        let value = value();
+        if let Some(log) = self.log.as_mut() {
+            log.push(Logged {
+                check,
+                file,
+                spot,
+                value: value.clone(),
+            });
+        }
+        if wanted {
             c.examples.push(Example {
                 file,
-                row,
-                value: value(),
+                row: spot.row,
+                value,
             });
         }
     }
@@ -331,8 +408,13 @@ impl Report {
         files: &[String],
         tally: Tally,
         errors: Vec<ErrorEntry>,
-        warnings: Vec<String>,
+        mut warnings: Vec<String>,
     ) -> Report {
+        for (&(col, rule), t) in plan.iter().zip(&tally.checks) {
+            if let Some(w) = hint::capacity_warning(&schema.columns[col], rule, &t.evidence) {
+                warnings.push(w);
+            }
+        }
         let checks = plan
             .iter()
             .zip(tally.checks)
@@ -399,6 +481,17 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
         },
         Rule::Null => "no nulls (set nullable: true to allow them)".to_string(),
         Rule::NotInteger => "whole numbers only".to_string(),
+        Rule::TokenizerSize => {
+            let size = match &spec.values {
+                ValueRule::Index { size, .. } => *size,
+                _ => 0,
+            };
+            format!(
+                "v < {} (tokenizer_size): ids {}..{size} have embedding rows the tokenizer never emits",
+                spec.tokenizer_size.unwrap_or(0),
+                spec.tokenizer_size.unwrap_or(0)
+            )
+        }
         Rule::MaxLength => {
             let pad = spec
                 .pad_id

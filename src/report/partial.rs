@@ -43,6 +43,16 @@ impl Partial {
 
     /// Merges `other` into `self`; the order of merging never matters.
     pub fn merge(&mut self, other: Partial) {
+        // Files that all follow this partial's (a run's files in order):
+        // the same result without re-sorting every name.
+        if self
+            .files
+            .last()
+            .is_none_or(|last| other.files.first().is_none_or(|f| f > last))
+            && other.files.windows(2).all(|w| w[0] < w[1])
+        {
+            return self.append(other);
+        }
         let mut files: Vec<String> = self.files.iter().chain(&other.files).cloned().collect();
         files.sort_unstable();
         files.dedup();
@@ -68,6 +78,25 @@ impl Partial {
             a.examples = merge_first(left, right, keep);
         }
         self.files = files;
+        self.add_errors(other.errors);
+    }
+
+    /// [`Partial::merge`] of a partial whose files all sort after this one's.
+    fn append(&mut self, other: Partial) {
+        let offset = self.files.len();
+        let keep = self.tally.max_examples.max(other.tally.max_examples);
+        self.tally.rows = self.tally.rows.saturating_add(other.tally.rows);
+        self.tally.max_examples = keep;
+        for (a, b) in self.tally.checks.iter_mut().zip(other.tally.checks) {
+            a.violations = a.violations.saturating_add(b.violations);
+            a.evidence.merge(&b.evidence);
+            let room = keep.saturating_sub(a.examples.len());
+            a.examples.extend(b.examples.into_iter().take(room).map(|e| Example {
+                file: e.file + offset,
+                ..e
+            }));
+        }
+        self.files.extend(other.files);
         self.add_errors(other.errors);
     }
 
@@ -170,12 +199,29 @@ impl Partial {
         }
         let mut schema =
             Schema::from_yaml(&raw.schema, "<partial>".as_ref()).map_err(|e| format!("its schema: {e}"))?;
-        schema.warnings = raw.warnings;
-        for (i, key, from) in raw.sources {
-            let column = schema.columns.get_mut(i).ok_or("a bound source names no column")?;
-            column.bound_sources.push((key, from));
+        schema.warnings = raw.warnings.clone();
+        for (i, key, from) in &raw.sources {
+            let column = schema.columns.get_mut(*i).ok_or("a bound source names no column")?;
+            column.bound_sources.push((key.clone(), from.clone()));
         }
         let validator = Validator::new(schema, raw.max_examples);
+        let partial = Partial::from_raw(raw, &validator)?;
+        Ok((partial, validator))
+    }
+
+    /// Reads a partial written by [`Partial::to_json`] for `validator`'s
+    /// own check (its schema is not parsed again: the caller knows it is
+    /// the same, as the result cache does by its keys).
+    pub fn from_json_for(doc: &J, validator: &Validator) -> Result<Partial, String> {
+        let raw: RawPartial =
+            serde_json::from_value(doc.clone()).map_err(|e| format!("not a preflight partial: {e}"))?;
+        if raw.version != 1 || raw.max_examples != validator.max_examples() {
+            return Err("a partial of another check".into());
+        }
+        Partial::from_raw(raw, validator)
+    }
+
+    fn from_raw(raw: RawPartial, validator: &Validator) -> Result<Partial, String> {
         if raw.checks.len() != validator.plan().len() {
             return Err("its checks do not match its schema".into());
         }
@@ -215,10 +261,11 @@ impl Partial {
                 checks,
                 rows: raw.rows,
                 max_examples: raw.max_examples,
+                log: None,
             },
             errors,
         };
-        Ok((partial, validator))
+        Ok(partial)
     }
 }
 
@@ -309,6 +356,8 @@ fn evidence_json(e: &Evidence) -> J {
         "bad_max": int(e.bad_max),
         "min": int(e.min),
         "saw": [e.saw_minus_one, e.saw_minus_100, e.saw_255, e.saw_fraction],
+        "bad_wide": e.bad_wide,
+        "capacity": int(e.capacity),
     })
 }
 
@@ -332,6 +381,11 @@ fn evidence_from(v: &J) -> Result<Evidence, String> {
         saw_minus_100: saw[1],
         saw_255: saw[2],
         saw_fraction: saw[3],
+        bad_wide: match &v["bad_wide"] {
+            J::Null => [0, 0],
+            w => serde_json::from_value(w.clone()).map_err(|e| format!("evidence bad_wide: {e}"))?,
+        },
+        capacity: int("capacity")?,
     })
 }
 

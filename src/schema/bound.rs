@@ -37,13 +37,19 @@ fn resolve_ref(r: &Reference, base: &Path, key_path: &str, schema: &Path) -> Res
         key: Some(key_path.to_string()),
         message,
     };
-    let sources = [&r.hf_config, &r.tokenizer, &r.vocab_file, &r.class_names]
-        .iter()
-        .filter(|s| s.is_some())
-        .count();
+    let sources = [
+        &r.hf_config,
+        &r.tokenizer,
+        &r.vocab_file,
+        &r.class_names,
+        &r.nanogpt_meta,
+    ]
+    .iter()
+    .filter(|s| s.is_some())
+    .count();
     if sources != 1 {
         return Err(schema_err(
-            "a reference needs exactly one of hf_config, tokenizer, vocab_file, class_names".into(),
+            "a reference needs exactly one of hf_config, tokenizer, vocab_file, class_names, nanogpt_meta".into(),
         ));
     }
     if r.key.is_some() && r.hf_config.is_none() {
@@ -74,6 +80,20 @@ fn resolve_ref(r: &Reference, base: &Path, key_path: &str, schema: &Path) -> Res
     } else if let Some(c) = &r.class_names {
         let file = base.join(c);
         (class_names(&file)?.len() as i128, file.display().to_string())
+    } else if let Some(m) = &r.nanogpt_meta {
+        let file = base.join(m);
+        let file = if file.is_dir() { file.join("meta.pkl") } else { file };
+        let bytes = std::fs::read(&file).map_err(|e| Error::Reference {
+            file: file.clone(),
+            key: "nanogpt_meta".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let v = super::pickle::dict_int(&bytes, "vocab_size").map_err(|message| Error::Reference {
+            file: file.clone(),
+            key: "vocab_size".into(),
+            message,
+        })?;
+        (v, format!("{}: vocab_size", file.display()))
     } else {
         unreachable!("exactly one source was checked above")
     };

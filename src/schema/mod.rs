@@ -7,6 +7,7 @@
 //! so a typo can never silently switch a check off.
 
 pub mod bound;
+mod pickle;
 pub(crate) mod raw;
 
 use std::cmp::Ordering;
@@ -99,6 +100,9 @@ pub enum Rule {
     Null,
     /// a fraction, NaN, infinity or string where a whole number belongs.
     NotInteger,
+    /// an id the embedding has a row for but the tokenizer never emits:
+    /// tokenizer_size <= v < size (rows that were never trained).
+    TokenizerSize,
     /// a row with more elements than max_length.
     MaxLength,
     /// a row with fewer elements than min_length.
@@ -117,6 +121,7 @@ impl Rule {
             Rule::Range => "range",
             Rule::Null => "null",
             Rule::NotInteger => "not_integer",
+            Rule::TokenizerSize => "tokenizer_size",
             Rule::MaxLength => "max_length",
             Rule::MinLength => "min_length",
             Rule::SameLengthAs => "same_length_as",
@@ -200,7 +205,19 @@ pub struct ColumnSpec {
     pub pad_id: Option<i128>,
     /// Where each referenced bound came from: (key, source).
     pub bound_sources: Vec<(String, String)>,
+    /// `index` columns: the tokenizer's size T (ids it can emit) when the
+    /// embedding (`size`, P) is padded past it; ids in [T, P) are reported
+    /// under their own rule, `tokenizer_size`.
+    pub tokenizer_size: Option<i128>,
+    /// How the column's values are stored where the file does not say
+    /// (raw token bytes): a NumPy dtype name from [`DTYPES`].
+    pub dtype: Option<String>,
 }
+
+/// The `dtype:` names a schema column accepts (NumPy's, little-endian).
+pub const DTYPES: [&str; 11] = [
+    "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float16", "float32", "float64",
+];
 
 impl ColumnSpec {
     /// The rules reported for this column, in the SPEC's order.
@@ -208,6 +225,9 @@ impl ColumnSpec {
         let mut rules = vec![self.values.rule(), Rule::Null];
         if self.values.wants_integers() {
             rules.push(Rule::NotInteger);
+        }
+        if self.tokenizer_size.is_some() {
+            rules.push(Rule::TokenizerSize);
         }
         if self.max_length.is_some() {
             rules.push(Rule::MaxLength);
@@ -363,8 +383,9 @@ fn validate_column(
         RawKind::Range => "range",
     };
     // Keys that belong to another kind are as wrong as unknown keys.
-    let present: [(&str, bool, &[RawKind]); 7] = [
+    let present: [(&str, bool, &[RawKind]); 8] = [
         ("num_classes", col.num_classes.is_some(), &[RawKind::Class]),
+        ("tokenizer_size", col.tokenizer_size.is_some(), &[RawKind::Index]),
         ("ignore_index", col.ignore_index.is_some(), &[RawKind::Class]),
         ("classes", col.classes.is_some(), &[RawKind::Class]),
         ("size", col.size.is_some(), &[RawKind::Index]),
@@ -516,6 +537,24 @@ fn validate_column(
         }
     };
 
+    let tokenizer_size = match &col.tokenizer_size {
+        None => None,
+        Some(b) => {
+            let t = whole("tokenizer_size", resolve("tokenizer_size", b, &mut sources)?)?;
+            let ValueRule::Index { size, .. } = &values else {
+                unreachable!("tokenizer_size belongs to index columns, checked above")
+            };
+            if t < 1 || t > *size {
+                return Err(err(
+                    "tokenizer_size",
+                    format!(
+                        "tokenizer_size is {t}: it must be between 1 and size {size} (the embedding's rows, which the tokenizer's ids must fit)"
+                    ),
+                ));
+            }
+            Some(t)
+        }
+    };
     let mut length = |key: &str, b: &Option<Bound>| -> Result<Option<u64>, Error> {
         let Some(b) = b else { return Ok(None) };
         let n = whole(key, resolve(key, b, &mut sources)?)?;
@@ -560,6 +599,16 @@ fn validate_column(
             Some(whole("pad_id", n)?)
         }
     };
+    let dtype = match &col.dtype {
+        None => None,
+        Some(d) if DTYPES.contains(&d.as_str()) => Some(d.clone()),
+        Some(d) => {
+            return Err(err(
+                "dtype",
+                format!("`{d}` is not a dtype preflight reads (one of {})", DTYPES.join(", ")),
+            ));
+        }
+    };
     Ok(ColumnSpec {
         name: name.to_string(),
         values,
@@ -570,6 +619,8 @@ fn validate_column(
         same_length_as,
         pad_id,
         bound_sources: sources,
+        tokenizer_size,
+        dtype,
     })
 }
 
@@ -625,6 +676,9 @@ impl Schema {
                 }
                 ValueRule::Index { size, wrap_negative } => {
                     let _ = writeln!(out, "    kind: index\n    size: {size}{}", from("size"));
+                    if let Some(t) = c.tokenizer_size {
+                        let _ = writeln!(out, "    tokenizer_size: {t}{}", from("tokenizer_size"));
+                    }
                     if *wrap_negative {
                         out.push_str("    wrap_negative: true\n");
                     }
@@ -661,6 +715,9 @@ impl Schema {
             }
             if c.optional {
                 out.push_str("    optional: true\n");
+            }
+            if let Some(d) = &c.dtype {
+                let _ = writeln!(out, "    dtype: {d}");
             }
         }
         out

@@ -76,6 +76,7 @@ pub(crate) struct RawColumn {
     pub ignore_index: Option<Option<Number>>,
     pub classes: Option<RawClasses>,
     pub size: Option<Bound>,
+    pub tokenizer_size: Option<Bound>,
     pub wrap_negative: Option<bool>,
     pub allowed: Option<Vec<Scalar>>,
     pub min: Option<Bound>,
@@ -86,6 +87,7 @@ pub(crate) struct RawColumn {
     pub pad_id: Option<Number>,
     pub nullable: Option<bool>,
     pub optional: Option<bool>,
+    pub dtype: Option<String>,
 }
 
 /// Distinguishes a key written as `null` (`Some(None)`) from an absent key.
@@ -158,6 +160,7 @@ pub(crate) struct Reference {
     pub tokenizer: Option<String>,
     pub vocab_file: Option<String>,
     pub class_names: Option<String>,
+    pub nanogpt_meta: Option<String>,
     pub offset: Option<i64>,
 }
 

@@ -165,13 +165,45 @@ pub enum Format {
     Npy,
     /// A NumPy `.npz` archive: one column per member.
     Npz,
+    /// A MosaicML Streaming shard (`.mds`, or compressed whole), read with
+    /// the `index.json` beside it.
+    Mds,
+    /// A LitData chunk (`chunk-R-I[.zstd].bin` with an `index.json` beside
+    /// it), read with that index.
+    LitData,
+    /// A `.bin` of token ids: a Megatron-LM dataset (an `.idx` beside it),
+    /// an llm.c / modded-nanogpt shard (its header) or a raw nanoGPT stream
+    /// (`dtype:` from the schema). Searched for only when the schema has a
+    /// `tokens` column.
+    TokenBin,
 }
 
 impl Format {
+    /// Whether a directory search or glob picks up a file of this format
+    /// for a schema with these columns: token `.bin` files only for a
+    /// `tokens` column, and never inside an MDS or LitData dataset (a
+    /// folder with an `index.json`, whose reader owns its files).
+    pub fn searched(self, path: &Path, columns: &[String]) -> bool {
+        match self {
+            Format::TokenBin => {
+                columns.iter().any(|c| c == formats::tokenbin::TOKENS)
+                    && !path.parent().is_some_and(|d| d.join("index.json").is_file())
+            }
+            Format::Mds => formats::mds::searched(path),
+            _ => true,
+        }
+    }
+
     /// The format a path's name says it has, if any.
     pub fn from_path(path: &Path) -> Option<Format> {
         // Lossy: a name that is not UTF-8 still has its (ASCII) extension.
         let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        if formats::mds::is_shard_name(&name) {
+            return Some(Format::Mds);
+        }
+        if formats::litdata::is_chunk_name(&name) && path.parent().is_some_and(|d| d.join("index.json").is_file()) {
+            return Some(Format::LitData);
+        }
         // A compression suffix wraps the real extension: x.csv.gz, x.jsonl.zst.
         let name = [".gz", ".zst", ".zstd"]
             .iter()
@@ -185,6 +217,7 @@ impl Format {
             "arrow" | "feather" | "ipc" | "arrows" => Some(Format::Ipc),
             "npy" => Some(Format::Npy),
             "npz" => Some(Format::Npz),
+            "bin" => Some(Format::TokenBin),
             _ => None,
         }
     }
@@ -212,8 +245,42 @@ impl Format {
     }
 }
 
+/// What the schema tells readers about files whose bytes do not say it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// (column, `dtype:`): how a column's raw token bytes are stored.
+    pub dtypes: Vec<(String, String)>,
+    /// The schema's column names: a directory search picks up files that
+    /// only some schemas use (token `.bin` files) only for these.
+    pub columns: Vec<String>,
+}
+
+impl Hints {
+    /// The hints a schema gives.
+    pub fn from_schema(schema: &crate::schema::Schema) -> Hints {
+        Hints {
+            dtypes: schema
+                .columns
+                .iter()
+                .filter_map(|c| c.dtype.clone().map(|d| (c.name.clone(), d)))
+                .collect(),
+            columns: schema.columns.iter().map(|c| c.name.clone()).collect(),
+        }
+    }
+
+    /// The `dtype:` the schema gives column `column`, if any.
+    pub fn dtype(&self, column: &str) -> Option<&str> {
+        self.dtypes.iter().find(|(c, _)| c == column).map(|(_, d)| d.as_str())
+    }
+}
+
 /// Opens a data file as a [`Source`], choosing the reader by its format.
 pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
+    open_with(path, &Hints::default())
+}
+
+/// Opens a data file as a [`Source`] with what the schema says about it.
+pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
     // A FIFO, socket or device named like a data file would block or never
     // end; only regular files (or links to them) are read.
     let meta = std::fs::metadata(path)?;
@@ -232,6 +299,16 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
         Some(Format::Ipc) => Ok(Box::new(formats::ipc::IpcSource::open(path)?)),
         Some(Format::Npy) => Ok(Box::new(formats::npy::NpySource::open(path)?)),
         Some(Format::Npz) => Ok(Box::new(formats::npy::NpzSource::open(path)?)),
+        Some(Format::Mds) => Ok(Box::new(formats::mds::MdsSource::open_with(path, &|c| {
+            hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
+        })?)),
+        Some(Format::LitData) => Ok(Box::new(formats::litdata::LitDataSource::open_with(path, &|c| {
+            hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
+        })?)),
+        Some(Format::TokenBin) => formats::tokenbin::open(path, hints.dtype(formats::tokenbin::TOKENS)),
+        None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
+            "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
+        )),
         None => Err(ReadError::new("not a file of a known format")),
     }
 }

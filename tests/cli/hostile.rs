@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::util::{Env, hits, python_bin};
 
-const LABELS: &str = "columns:\n  label: {kind: class, num_classes: 10}\n";
+// `tokens` (optional) makes the search pick up the corpus's token `.bin` files.
+const LABELS: &str = "columns:\n  label: {kind: class, num_classes: 10}\n  tokens: {kind: index, size: 1000, dtype: uint16, optional: true}\n";
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken")
@@ -68,7 +69,9 @@ binary, schema, corpus = sys.argv[1:4]
 peaks = {}
 for root, _, files in os.walk(corpus):
     for f in files:
-        if f in ("make.py", "expected.json", "README.md"):
+        # index.json: the MDS shards' index, read with them (not a data file).
+        # data.idx: a Megatron index, read with its .bin.
+        if f in ("make.py", "expected.json", "README.md", "index.json") or f.endswith(".idx"):
             continue
         path = os.path.join(root, f)
         p = subprocess.Popen([binary, "check", "-s", schema, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -249,7 +252,7 @@ np.savez('data/g.npz', label=np.asfortranarray(np.array([[0, 1], [2, 8]], dtype=
 
 /// Sends SIGINT to `child` after `after`, returns (exit code, stdout, seconds
 /// from the signal to the exit).
-fn interrupt(mut child: std::process::Child, after: std::time::Duration) -> (Option<i32>, String, f64) {
+pub fn interrupt(mut child: std::process::Child, after: std::time::Duration) -> (Option<i32>, String, f64) {
     use std::io::Read;
     std::thread::sleep(after);
     let sent = std::time::Instant::now();

@@ -88,7 +88,7 @@ proptest! {
             schema,
             paths: vec![data],
             max_examples: 3,
-            scan: ScanOptions { jobs: case.jobs, full_scan: false, progress: false },
+            scan: ScanOptions { jobs: case.jobs, ..ScanOptions::default() },
         };
         let report = preflight::check(&plan);
         prop_assert!(report.errors.is_empty(), "{:?}", report.errors);

@@ -4,6 +4,11 @@
 pub mod csv;
 pub mod ipc;
 pub mod jsonl;
+pub mod litdata;
+pub mod mds;
+pub mod megatron;
 pub mod npy;
 pub mod parquet;
+pub(crate) mod shardcol;
 mod textcol;
+pub mod tokenbin;

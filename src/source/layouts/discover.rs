@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::source::Format;
+use crate::source::{Format, Hints};
 
 /// A data file to check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +30,16 @@ impl DataFile {
 }
 
 /// Expands `args` into files; problems (no match, unreadable directory) are
-/// returned beside the files that were found.
+/// returned beside the files that were found. Searches pick up token `.bin`
+/// files only for a schema with a `tokens` column: see [`discover_with`].
 pub fn discover(args: &[PathBuf]) -> (Vec<DataFile>, Vec<Error>) {
+    discover_with(args, &Hints::default())
+}
+
+/// [`discover`] for a schema: `hints.columns` decides which formats that
+/// only some schemas use ([`Format::searched`]) a search picks up.
+pub fn discover_with(args: &[PathBuf], hints: &Hints) -> (Vec<DataFile>, Vec<Error>) {
+    let columns = &hints.columns[..];
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for arg in args {
@@ -39,7 +47,7 @@ pub fn discover(args: &[PathBuf]) -> (Vec<DataFile>, Vec<Error>) {
         let is_glob = shown.contains(['*', '?', '[']);
         if arg.is_dir() {
             let before = files.len();
-            walk(arg, &mut files, &mut errors);
+            walk(arg, columns, &mut files, &mut errors);
             // A gate must not pass a directory it found nothing to check in.
             if files.len() == before {
                 errors.push(Error::Discover {
@@ -61,8 +69,10 @@ pub fn discover(args: &[PathBuf]) -> (Vec<DataFile>, Vec<Error>) {
                     let before = files.len();
                     for p in paths {
                         match p {
-                            Ok(p) if p.is_dir() => walk(&p, &mut files, &mut errors),
-                            Ok(p) if Format::from_path(&p).is_some() => files.push(DataFile::new(p)),
+                            Ok(p) if p.is_dir() => walk(&p, columns, &mut files, &mut errors),
+                            Ok(p) if Format::from_path(&p).is_some_and(|f| f.searched(&p, columns)) => {
+                                files.push(DataFile::new(p))
+                            }
                             Ok(_) => {}
                             Err(e) => errors.push(Error::Discover {
                                 path: e.path().to_string_lossy().into_owned(),
@@ -91,7 +101,7 @@ pub fn discover(args: &[PathBuf]) -> (Vec<DataFile>, Vec<Error>) {
 }
 
 /// Files of a known format below `dir`, hidden entries skipped.
-fn walk(dir: &Path, files: &mut Vec<DataFile>, errors: &mut Vec<Error>) {
+fn walk(dir: &Path, columns: &[String], files: &mut Vec<DataFile>, errors: &mut Vec<Error>) {
     let walker = walkdir::WalkDir::new(dir)
         .follow_links(true)
         .sort_by_file_name()
@@ -99,7 +109,10 @@ fn walk(dir: &Path, files: &mut Vec<DataFile>, errors: &mut Vec<Error>) {
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
     for entry in walker {
         match entry {
-            Ok(e) if e.file_type().is_file() && Format::from_path(e.path()).is_some() => {
+            Ok(e)
+                if e.file_type().is_file()
+                    && Format::from_path(e.path()).is_some_and(|f| f.searched(e.path(), columns)) =>
+            {
                 files.push(DataFile::new(e.into_path()));
             }
             Ok(_) => {}

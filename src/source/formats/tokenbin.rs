@@ -1,0 +1,552 @@
+//! Token streams: llm.c and modded-nanogpt shards, raw nanoGPT `.bin` files.
+//!
+//! Pre-training data in these layouts is a flat array of token ids on disk,
+//! written once and read for weeks; a bad id crashes the embedding hours into
+//! a run. The check is a memory scan: the file is memory-mapped, its tokens
+//! are handed to the kernels as Arrow arrays built straight over the mapping
+//! (no copy: the data starts at byte 0 or 1024, so it is aligned), in units
+//! of a few million tokens whose pages are released once checked, so
+//! resident memory stays at the units in flight.
+//!
+//! Row i is token i; the one column is `tokens`. Which layout a `.bin` has is
+//! decided by its first four bytes: an llm.c header (256 × int32: magic,
+//! version, token count) names the dtype; a raw file stores none, so the
+//! schema column must say it (`dtype: uint16`). Anything the header claims
+//! is checked against the file's size before a byte of data is read. A
+//! `.bin` with an `.idx` beside it is a Megatron-LM dataset (see
+//! [`super::megatron`]); [`open`] dispatches between the two.
+
+use std::fs::File;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions};
+use arrow::buffer::{Buffer, ScalarBuffer};
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, Schema,
+    SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use memmap2::Mmap;
+
+use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
+
+/// The column every token layout provides.
+pub const TOKENS: &str = "tokens";
+
+/// Tokens per unit of work: large enough to amortise a unit, small enough to
+/// spread a file over every thread and to release pages often.
+pub(crate) const UNIT_TOKENS: u64 = 4 << 20;
+
+/// Size of the llm.c header: 256 × int32.
+const LLMC_HEADER: usize = 1024;
+
+/// The element type of stored token ids, as NumPy names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenDtype {
+    /// `uint8`
+    U8,
+    /// `int8`
+    I8,
+    /// `uint16`
+    U16,
+    /// `int16`
+    I16,
+    /// `uint32`
+    U32,
+    /// `int32`
+    I32,
+    /// `uint64`
+    U64,
+    /// `int64`
+    I64,
+    /// `float32`
+    F32,
+    /// `float64`
+    F64,
+}
+
+impl TokenDtype {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            TokenDtype::U8 | TokenDtype::I8 => 1,
+            TokenDtype::U16 | TokenDtype::I16 => 2,
+            TokenDtype::U32 | TokenDtype::I32 | TokenDtype::F32 => 4,
+            TokenDtype::U64 | TokenDtype::I64 | TokenDtype::F64 => 8,
+        }
+    }
+
+    /// NumPy's name (`uint16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenDtype::U8 => "uint8",
+            TokenDtype::I8 => "int8",
+            TokenDtype::U16 => "uint16",
+            TokenDtype::I16 => "int16",
+            TokenDtype::U32 => "uint32",
+            TokenDtype::I32 => "int32",
+            TokenDtype::U64 => "uint64",
+            TokenDtype::I64 => "int64",
+            TokenDtype::F32 => "float32",
+            TokenDtype::F64 => "float64",
+        }
+    }
+
+    /// The type NumPy calls `name`; `None` for names that are no token type.
+    pub fn from_name(name: &str) -> Option<TokenDtype> {
+        Some(match name {
+            "uint8" => TokenDtype::U8,
+            "int8" => TokenDtype::I8,
+            "uint16" => TokenDtype::U16,
+            "int16" => TokenDtype::I16,
+            "uint32" => TokenDtype::U32,
+            "int32" => TokenDtype::I32,
+            "uint64" => TokenDtype::U64,
+            "int64" => TokenDtype::I64,
+            "float32" => TokenDtype::F32,
+            "float64" => TokenDtype::F64,
+            _ => return None,
+        })
+    }
+
+    /// The Arrow type of one element.
+    pub fn arrow_type(self) -> DataType {
+        match self {
+            TokenDtype::U8 => DataType::UInt8,
+            TokenDtype::I8 => DataType::Int8,
+            TokenDtype::U16 => DataType::UInt16,
+            TokenDtype::I16 => DataType::Int16,
+            TokenDtype::U32 => DataType::UInt32,
+            TokenDtype::I32 => DataType::Int32,
+            TokenDtype::U64 => DataType::UInt64,
+            TokenDtype::I64 => DataType::Int64,
+            TokenDtype::F32 => DataType::Float32,
+            TokenDtype::F64 => DataType::Float64,
+        }
+    }
+}
+
+/// Maps a whole file read-only; `None` for an empty file (which cannot be
+/// mapped, and holds nothing).
+pub(crate) fn map_file(path: &Path) -> Result<Option<Arc<Mmap>>, ReadError> {
+    let file = File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the file is only read; like every mmap reader we rely on it
+    // not being truncated while mapped.
+    let map = unsafe { Mmap::map(&file)? };
+    #[cfg(unix)]
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Ok(Some(Arc::new(map)))
+}
+
+/// A run of little-endian elements inside a mapped file, handed out as Arrow
+/// arrays: over the mapping itself when aligned (always, for the layouts
+/// here) on a little-endian machine, else decoded into a copy.
+pub(crate) struct Region {
+    map: Option<Arc<Mmap>>,
+    /// Byte offset of element 0 in the file.
+    offset: usize,
+    /// Elements.
+    len: usize,
+    dtype: TokenDtype,
+    zero_copy: Option<Buffer>,
+}
+
+impl Region {
+    /// Elements `offset..offset + len * size` of `map`; the caller has
+    /// checked that they lie inside it.
+    pub(crate) fn new(map: Option<Arc<Mmap>>, offset: usize, len: usize, dtype: TokenDtype) -> Region {
+        let bytes = len * dtype.size();
+        let mut zero_copy = None;
+        if cfg!(target_endian = "little")
+            && bytes > 0
+            && let Some(m) = &map
+            && let Some(region) = m.get(offset..offset + bytes)
+            && (region.as_ptr() as usize).is_multiple_of(dtype.size())
+        {
+            let owner: Arc<Mmap> = Arc::clone(m);
+            // SAFETY: the range lies inside the mapping, which `owner` keeps
+            // alive for the buffer's lifetime.
+            zero_copy = Some(unsafe { Buffer::from_custom_allocation(NonNull::from(region).cast(), bytes, owner) });
+        }
+        Region {
+            map,
+            offset,
+            len,
+            dtype,
+            zero_copy,
+        }
+    }
+
+    /// Elements `first..first + count` as an Arrow array.
+    pub(crate) fn array(&self, first: usize, count: usize) -> ArrayRef {
+        let size = self.dtype.size();
+        if let Some(buf) = &self.zero_copy {
+            return typed(self.dtype, buf.slice_with_length(first * size, count * size));
+        }
+        let start = self.offset + first * size;
+        let bytes = self
+            .map
+            .as_ref()
+            .and_then(|m| m.get(start..start + count * size))
+            .unwrap_or_default();
+        decoded(self.dtype, bytes)
+    }
+
+    /// Lets the kernel drop the pages of elements `first..first + count`.
+    pub(crate) fn release(&self, first: usize, count: usize) {
+        if let Some(m) = &self.map {
+            let size = self.dtype.size();
+            storage::release(m, self.offset + first * size, count * size);
+        }
+    }
+
+    /// Elements in the region.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// An array over `buf`, which holds whole native-endian, aligned elements.
+fn typed(dtype: TokenDtype, buf: Buffer) -> ArrayRef {
+    fn mk<T: ArrowPrimitiveType>(buf: Buffer) -> ArrayRef {
+        let len = buf.len() / size_of::<T::Native>();
+        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::new(buf, 0, len), None))
+    }
+    match dtype {
+        TokenDtype::U8 => mk::<UInt8Type>(buf),
+        TokenDtype::I8 => mk::<Int8Type>(buf),
+        TokenDtype::U16 => mk::<UInt16Type>(buf),
+        TokenDtype::I16 => mk::<Int16Type>(buf),
+        TokenDtype::U32 => mk::<UInt32Type>(buf),
+        TokenDtype::I32 => mk::<Int32Type>(buf),
+        TokenDtype::U64 => mk::<UInt64Type>(buf),
+        TokenDtype::I64 => mk::<Int64Type>(buf),
+        TokenDtype::F32 => mk::<Float32Type>(buf),
+        TokenDtype::F64 => mk::<Float64Type>(buf),
+    }
+}
+
+/// Little-endian elements decoded into a fresh array.
+fn decoded(dtype: TokenDtype, bytes: &[u8]) -> ArrayRef {
+    fn mk<T: ArrowPrimitiveType, const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> T::Native) -> ArrayRef {
+        let (chunks, _) = bytes.as_chunks::<N>();
+        let v: Vec<T::Native> = chunks.iter().map(|c| f(*c)).collect();
+        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), None))
+    }
+    match dtype {
+        TokenDtype::U8 => mk::<UInt8Type, 1>(bytes, u8::from_le_bytes),
+        TokenDtype::I8 => mk::<Int8Type, 1>(bytes, i8::from_le_bytes),
+        TokenDtype::U16 => mk::<UInt16Type, 2>(bytes, u16::from_le_bytes),
+        TokenDtype::I16 => mk::<Int16Type, 2>(bytes, i16::from_le_bytes),
+        TokenDtype::U32 => mk::<UInt32Type, 4>(bytes, u32::from_le_bytes),
+        TokenDtype::I32 => mk::<Int32Type, 4>(bytes, i32::from_le_bytes),
+        TokenDtype::U64 => mk::<UInt64Type, 8>(bytes, u64::from_le_bytes),
+        TokenDtype::I64 => mk::<Int64Type, 8>(bytes, i64::from_le_bytes),
+        TokenDtype::F32 => mk::<Float32Type, 4>(bytes, f32::from_le_bytes),
+        TokenDtype::F64 => mk::<Float64Type, 8>(bytes, f64::from_le_bytes),
+    }
+}
+
+/// A batch of `cols` (all named `tokens`), keeping the row count when the
+/// projection is empty.
+pub(crate) fn token_batch(cols: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch, ReadError> {
+    let fields = cols
+        .iter()
+        .map(|c| Field::new(TOKENS, c.data_type().clone(), false))
+        .collect::<Vec<_>>();
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(schema, cols, &opts)?)
+}
+
+/// Refuses a projection naming any column but `tokens` (column 0).
+pub(crate) fn check_projection(projection: &[usize], what: &str) -> Result<(), ReadError> {
+    match projection.iter().find(|&&c| c != 0) {
+        Some(bad) => Err(ReadError::new(format!("no column {bad} ({what} has one: tokens)"))),
+        None => Ok(()),
+    }
+}
+
+/// A header magic of the llm.c family, and what it is.
+fn llmc_magic(magic: i32) -> Option<&'static str> {
+    Some(match magic {
+        20240520 => "gpt-2",
+        20240801 => "llama-3",
+        20240522 => "eval",
+        20240326 | 20240803 => "model",
+        _ => return None,
+    })
+}
+
+/// How a `.bin` token stream is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// An llm.c / modded-nanogpt shard: header, then tokens.
+    Llmc,
+    /// Tokens from byte 0, dtype from the schema.
+    Raw,
+}
+
+/// Opens a `.bin` token file: a Megatron-LM dataset when an `.idx` lies
+/// beside it, else an llm.c shard or a raw stream. `dtype` is the schema's
+/// `dtype:` for `tokens`, if given.
+pub fn open(path: &Path, dtype: Option<&str>) -> Result<Box<dyn Source>, ReadError> {
+    let idx = path.with_extension("idx");
+    if idx.is_file() {
+        return Ok(Box::new(super::megatron::MegatronSource::open(path, &idx, dtype)?));
+    }
+    Ok(Box::new(TokenStreamSource::open(path, dtype)?))
+}
+
+/// The schema's `dtype:` as a token type.
+pub(crate) fn schema_dtype(dtype: Option<&str>) -> Result<Option<TokenDtype>, ReadError> {
+    dtype
+        .map(|d| {
+            TokenDtype::from_name(d)
+                .ok_or_else(|| ReadError::new(format!("`dtype: {d}` is not a type token ids are stored in")))
+        })
+        .transpose()
+}
+
+/// A token stream: one scalar column `tokens`, row i = token i.
+pub struct TokenStreamSource {
+    columns: Vec<String>,
+    region: Region,
+    layout: Layout,
+    units: usize,
+}
+
+impl TokenStreamSource {
+    /// Maps the file and checks its header (if any) against its size.
+    pub fn open(path: &Path, dtype: Option<&str>) -> Result<Self, ReadError> {
+        let wanted = schema_dtype(dtype)?;
+        let map = map_file(path)?;
+        let bytes: &[u8] = map.as_deref().map(|m| &m[..]).unwrap_or_default();
+        let size = bytes.len();
+        let magic = bytes.first_chunk::<4>().map(|b| i32::from_le_bytes(*b));
+        let (layout, dtype, offset, count) = match magic.and_then(|m| llmc_magic(m).map(|k| (m, k))) {
+            Some((magic, kind)) => {
+                let (dtype, version) = match kind {
+                    "gpt-2" => (TokenDtype::U16, 1),
+                    "llama-3" => (TokenDtype::U32, 7),
+                    "eval" => {
+                        return Err(ReadError::new(format!(
+                            "an llm.c eval file (magic {magic}), not a token shard: not supported"
+                        )));
+                    }
+                    _ => {
+                        return Err(ReadError::new(format!(
+                            "an llm.c model checkpoint (magic {magic}), not a token shard"
+                        )));
+                    }
+                };
+                let Some(header) = bytes.get(..LLMC_HEADER) else {
+                    return Err(ReadError::new(format!(
+                        "truncated llm.c shard: the 1024-byte header is cut at {size} bytes"
+                    )));
+                };
+                let word = |i: usize| {
+                    i32::from_le_bytes([header[4 * i], header[4 * i + 1], header[4 * i + 2], header[4 * i + 3]])
+                };
+                let (v, ntok) = (word(1), word(2));
+                if v != version {
+                    return Err(ReadError::new(format!(
+                        "llm.c shard (magic {magic}, {kind}): unsupported version {v} (its readers require {version})"
+                    )));
+                }
+                let expect = u64::try_from(ntok)
+                    .ok()
+                    .map(|n| LLMC_HEADER as u64 + n * dtype.size() as u64);
+                if ntok < 0 || expect != Some(size as u64) {
+                    return Err(ReadError::new(format!(
+                        "llm.c shard: token count mismatch: the header says {ntok} {} tokens ({} bytes with the header), the file holds {size} bytes",
+                        dtype.name(),
+                        expect.map_or_else(|| "an impossible size".to_string(), |e| e.to_string()),
+                    )));
+                }
+                if let Some(w) = wanted
+                    && w != dtype
+                {
+                    return Err(ReadError::new(format!(
+                        "llm.c shard of {} tokens (magic {magic}), but the schema says `dtype: {}`",
+                        dtype.name(),
+                        w.name()
+                    )));
+                }
+                (Layout::Llmc, dtype, LLMC_HEADER, ntok as usize)
+            }
+            None => {
+                let Some(dtype) = wanted else {
+                    return Err(ReadError::new(
+                        "a raw token file (no .idx beside it, no llm.c header) does not record its dtype: \
+                         set `dtype:` on the schema column `tokens` (e.g. `dtype: uint16`, as nanoGPT writes)",
+                    ));
+                };
+                if !size.is_multiple_of(dtype.size()) {
+                    return Err(ReadError::new(format!(
+                        "size not a multiple of the dtype: {size} bytes is not a whole number of {} tokens",
+                        dtype.name()
+                    )));
+                }
+                (Layout::Raw, dtype, 0, size / dtype.size())
+            }
+        };
+        let units = usize::try_from((count as u64).div_ceil(UNIT_TOKENS)).unwrap_or(usize::MAX);
+        Ok(TokenStreamSource {
+            columns: vec![TOKENS.to_string()],
+            region: Region::new(map, offset, count, dtype),
+            layout,
+            units,
+        })
+    }
+
+    /// The layout found.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The tokens' element type.
+    pub fn dtype(&self) -> TokenDtype {
+        self.region.dtype
+    }
+}
+
+impl Source for TokenStreamSource {
+    fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    fn units(&self) -> usize {
+        self.units
+    }
+
+    fn read(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        if unit >= self.units {
+            return Err(ReadError::new(format!("no unit {unit} (the file has {})", self.units)));
+        }
+        check_projection(projection, "a token file")?;
+        let total = self.region.len() as u64;
+        let start = unit as u64 * UNIT_TOKENS;
+        let end = (start + UNIT_TOKENS).min(total);
+        let mut r = start;
+        while r < end {
+            let nb = (end - r).min(BATCH_ROWS as u64) as usize;
+            let cols = match projection.len() {
+                0 => Vec::new(),
+                n => vec![self.region.array(r as usize, nb); n],
+            };
+            sink(Batch {
+                first_row: r,
+                batch: token_batch(cols, nb)?,
+            })?;
+            r += nb as u64;
+        }
+        if !projection.is_empty() {
+            self.region.release(start as usize, (end - start) as usize);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(rel: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/tokens")
+            .join(rel)
+    }
+
+    fn tokens(src: &dyn Source) -> Vec<i128> {
+        let mut out = Vec::new();
+        for u in 0..src.units() {
+            src.read(u, &[0], &mut |b| {
+                let a = b.batch.column(0);
+                let a = arrow::compute::cast(a, &DataType::Int64).expect("cast");
+                let a = a.as_any().downcast_ref::<PrimitiveArray<Int64Type>>().expect("i64");
+                out.extend(a.values().iter().map(|&v| i128::from(v)));
+                Ok(())
+            })
+            .expect("read");
+        }
+        out
+    }
+
+    #[test]
+    fn llmc_headers_name_their_dtype() {
+        let s = TokenStreamSource::open(&fixture("llmc/gpt2_bad.bin"), None).expect("gpt2");
+        assert_eq!((s.layout(), s.dtype()), (Layout::Llmc, TokenDtype::U16));
+        let t = tokens(&s);
+        assert_eq!(t.len(), 64);
+        assert_eq!((t[0], t[17], t[63]), (1000, 50257, 65535));
+        let s = TokenStreamSource::open(&fixture("llmc/llama3_bad.bin"), Some("uint32")).expect("llama3");
+        assert_eq!(s.dtype(), TokenDtype::U32);
+        let t = tokens(&s);
+        assert_eq!((t.len(), t[20]), (48, 4294967295));
+        let e = TokenStreamSource::open(&fixture("llmc/llama3_bad.bin"), Some("uint16"))
+            .err()
+            .expect("dtype");
+        assert!(e.message.contains("schema says `dtype: uint16`"), "{e}");
+    }
+
+    #[test]
+    fn broken_llmc_and_raw_files_are_errors() {
+        for (f, want) in [
+            ("llmc/gpt2_ntok_too_big.bin", "token count mismatch"),
+            ("llmc/gpt2_ntok_too_small.bin", "token count mismatch"),
+            ("llmc/gpt2_odd_payload.bin", "token count mismatch"),
+            ("llmc/llama3_ntok_too_big.bin", "token count mismatch"),
+            ("llmc/gpt2_bad_version.bin", "unsupported version 2"),
+        ] {
+            let e = TokenStreamSource::open(&fixture(f), None).err().expect(f);
+            assert!(e.message.contains(want), "{f}: {e}");
+        }
+        let e = TokenStreamSource::open(&fixture("nanogpt/raw/odd_bytes.bin"), Some("uint16"))
+            .err()
+            .expect("odd");
+        assert!(e.message.contains("not a whole number of uint16"), "{e}");
+        let e = TokenStreamSource::open(&fixture("nanogpt/raw/u16_bad.bin"), None)
+            .err()
+            .expect("no dtype");
+        assert!(e.message.contains("set `dtype:`"), "{e}");
+        let e = TokenStreamSource::open(&fixture("nanogpt/raw/u16_bad.bin"), Some("object"))
+            .err()
+            .expect("bad dtype");
+        assert!(e.message.contains("not a type"), "{e}");
+    }
+
+    #[test]
+    fn raw_streams_split_into_units_and_batches() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let n = UNIT_TOKENS as usize + 70_000;
+        let bytes: Vec<u8> = (0..n).flat_map(|i| ((i % 65521) as u16).to_le_bytes()).collect();
+        let p = dir.path().join("t.bin");
+        std::fs::write(&p, &bytes).expect("write");
+        let s = TokenStreamSource::open(&p, Some("uint16")).expect("open");
+        assert_eq!(s.units(), 2);
+        let t = tokens(&s);
+        assert_eq!(t.len(), n);
+        assert!(t.iter().enumerate().all(|(i, &v)| v == (i % 65521) as i128));
+        let mut rows = Vec::new();
+        s.read(1, &[], &mut |b| {
+            rows.push((b.first_row, b.batch.num_rows()));
+            Ok(())
+        })
+        .expect("read");
+        assert_eq!(rows, [(UNIT_TOKENS, 65536), (UNIT_TOKENS + 65536, 4464)]);
+        // Empty file: no unit, no rows.
+        let p = dir.path().join("e.bin");
+        std::fs::write(&p, b"").expect("write");
+        assert_eq!(TokenStreamSource::open(&p, Some("int32")).expect("empty").units(), 0);
+    }
+}

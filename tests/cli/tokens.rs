@@ -1,0 +1,503 @@
+//! Token shards for language-model pre-training: Megatron-LM indexed
+//! datasets, llm.c / modded-nanogpt shards and raw nanoGPT streams, checked
+//! on the fixtures the real writers made (tests/fixtures/tokens, with the
+//! manifest expected.json of every row and planted violation), and on files
+//! written here by the published llm.c / nanoGPT writer code.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::{Env, check, hits};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokens")
+}
+
+fn manifest() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixtures().join("expected.json")).expect("expected.json");
+    let doc: Value = serde_json::from_str(&text).expect("json");
+    doc["fixtures"].as_array().expect("fixtures").clone()
+}
+
+fn ours(f: &Value) -> bool {
+    matches!(f["format"].as_str(), Some("megatron" | "llmc" | "raw"))
+}
+
+/// Every (row, value) of a check, from a report with every example kept.
+fn pairs(report: &Value, rule: &str) -> Vec<(u64, i128)> {
+    let (n, ex) = hits(report, "tokens", rule);
+    assert_eq!(n as usize, ex.len(), "every example kept");
+    ex.into_iter()
+        .map(|(_, row, v)| (row, v.to_string().parse::<i128>().expect("integer value")))
+        .collect()
+}
+
+#[test]
+fn every_fixture_gives_exactly_its_planted_violations() {
+    let env = Env::new();
+    let mut checked = 0;
+    for f in manifest().iter().filter(|f| ours(f) && f.get("error").is_none()) {
+        let rel = f["path"].as_str().expect("path");
+        let bound = f["vocab_bound"].as_u64().unwrap_or(1000);
+        let dtype = match f["format"].as_str() {
+            Some("raw") => format!(", dtype: {}", f["dtype"].as_str().expect("dtype")),
+            _ => String::new(),
+        };
+        env.write(
+            "s.yaml",
+            &format!("columns:\n  tokens: {{kind: index, size: {bound}{dtype}}}\n"),
+        );
+        let path = fixtures().join(rel);
+        let planted = f["violations"].as_array().expect("violations");
+        let code = if planted.is_empty() { 0 } else { 1 };
+        let report = env.check_json(
+            &[
+                "-s",
+                "s.yaml",
+                path.to_str().expect("utf-8"),
+                "--max-examples",
+                "1000000000",
+            ],
+            code,
+        );
+        assert_eq!(report["rows"], f["rows"], "{rel}");
+        let mut want: Vec<(u64, i128)> = planted
+            .iter()
+            .map(|v| {
+                (
+                    v["row"].as_u64().expect("row"),
+                    v["value"].as_i64().expect("value").into(),
+                )
+            })
+            .collect();
+        want.sort();
+        let mut got = pairs(&report, "index");
+        got.sort();
+        assert_eq!(got, want, "{rel}");
+        checked += 1;
+    }
+    assert_eq!(checked, 20, "every clean and bad fixture of these formats");
+}
+
+#[test]
+fn megatron_rows_are_sequences_and_max_length_judges_them() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 65536, max_length: 5, min_length: 1}\n",
+    );
+    for f in manifest()
+        .iter()
+        .filter(|f| f["format"] == "megatron" && f.get("error").is_none())
+    {
+        let rel = f["path"].as_str().expect("path");
+        if f["dtype"] != "uint16" {
+            continue;
+        }
+        let lengths: Vec<u64> = serde_json::from_value(f["row_lengths"].clone()).expect("lengths");
+        let path = fixtures().join(rel);
+        let long: Vec<(u64, i128)> = (0..lengths.len())
+            .filter(|&i| lengths[i] > 5)
+            .map(|i| (i as u64, lengths[i].into()))
+            .collect();
+        let short: Vec<(u64, i128)> = (0..lengths.len())
+            .filter(|&i| lengths[i] < 1)
+            .map(|i| (i as u64, 0))
+            .collect();
+        let code = if long.is_empty() && short.is_empty() { 0 } else { 1 };
+        let report = env.check_json(
+            &["-s", "s.yaml", path.to_str().expect("utf-8"), "--max-examples", "100"],
+            code,
+        );
+        assert_eq!(pairs(&report, "max_length"), long, "{rel}");
+        assert_eq!(pairs(&report, "min_length"), short, "{rel}");
+    }
+}
+
+#[test]
+fn broken_files_are_errors_of_their_own_and_the_others_are_checked() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 1000, dtype: uint16}\n",
+    );
+    let all = manifest();
+    let broken: Vec<&Value> = all.iter().filter(|f| ours(f) && f.get("error").is_some()).collect();
+    assert_eq!(broken.len(), 21);
+    let mut args: Vec<String> = vec!["-s".into(), "s.yaml".into()];
+    args.extend(
+        broken
+            .iter()
+            .map(|f| fixtures().join(f["path"].as_str().expect("path")).display().to_string()),
+    );
+    let good = fixtures().join("megatron/u16_bad.bin").display().to_string();
+    args.push(good.clone());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report = env.check_json(&args, 2);
+    // The error class of the manifest, as preflight words it.
+    let words = |class: &str| match class {
+        "bad_magic" => "bad magic",
+        "unsupported_version" => "unsupported version",
+        "unknown_dtype" => "unknown dtype code 99",
+        "sequence_past_bin_end" => "past the end of the .bin",
+        "bin_size_mismatch" => "bin size mismatch",
+        "pointer_not_contiguous" => "pointer not contiguous",
+        "document_indices_not_starting_at_0" => "document indices not starting at 0",
+        "document_indices_decreasing" => "document indices decreasing",
+        "document_indices_end_not_sequence_count" => "not at the sequence count",
+        "index_size_mismatch" => "index size mismatch",
+        "legacy_tntidx" => "legacy fairseq/Megatron IndexedDataset index (TNTIDX)",
+        "nemo_retrieval_index" => "NeMo retrieval index (MMIDRET)",
+        "token_count_mismatch" => "token count mismatch",
+        "size_not_multiple_of_dtype" => "not a whole number of uint16 tokens",
+        other => panic!("unknown error class {other}"),
+    };
+    let errors = report["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), broken.len(), "{errors:#?}");
+    for f in &broken {
+        let file = fixtures().join(f["path"].as_str().expect("path")).display().to_string();
+        let mine: Vec<&Value> = errors.iter().filter(|e| e["file"] == file.as_str()).collect();
+        assert_eq!(mine.len(), 1, "{file}");
+        let msg = mine[0]["message"].as_str().expect("message");
+        let want = words(f["error"].as_str().expect("error"));
+        assert!(msg.contains(want), "{file}: {msg:?} lacks {want:?}");
+    }
+    // The good dataset beside them was checked completely.
+    assert_eq!(hits(&report, "tokens", "index").0, 4);
+    assert_eq!(report["files"], broken.len() + 1);
+}
+
+#[test]
+fn a_directory_search_picks_up_bin_files_only_for_a_tokens_column() {
+    let env = Env::new();
+    env.python(
+        "os.makedirs('d/sub', exist_ok=True)\n\
+         np.array([1, 2, 3000], dtype=np.uint16).tofile('d/train.bin')\n\
+         np.array([4, 5], dtype=np.uint16).tofile('d/sub/val.bin')\n\
+         pq.write_table(pa.table({'label': [0, 1]}), 'd/labels.parquet')\n\
+         open('d/stray.idx', 'wb').write(b'MMIDIDX')",
+    );
+    // A schema without `tokens`: the .bin files are not data for it.
+    env.write("labels.yaml", "columns:\n  label: {kind: class, num_classes: 2}\n");
+    let r = env.check_json(&["-s", "labels.yaml", "d"], 0);
+    assert_eq!(r["files"], 1);
+    // With `tokens`, the search finds them, and a Megatron .idx is never a
+    // file of its own.
+    env.write(
+        "tokens.yaml",
+        "columns:\n  tokens: {kind: index, size: 1000, dtype: uint16, optional: true}\n",
+    );
+    let r = env.check_json(&["-s", "tokens.yaml", "d", "--max-examples", "10"], 1);
+    assert_eq!(r["files"], 3);
+    assert_eq!(r["rows"], 7);
+    let (n, ex) = hits(&r, "tokens", "index");
+    assert_eq!(n, 1);
+    assert_eq!((ex[0].0.as_str(), ex[0].1), ("d/train.bin", 2));
+    // A file named explicitly is always read; without `dtype:` a raw file is
+    // an error that says what to do.
+    let r = env.check_json(&["-s", "labels.yaml", "d/train.bin"], 2);
+    let msg = r["errors"][0]["message"].as_str().expect("message");
+    assert!(msg.contains("set `dtype:`"), "{msg}");
+    let r = env.check_json(&["-s", "tokens.yaml", "d/train.bin", "d/stray.idx"], 2);
+    assert_eq!(r["errors"][0]["file"], "d/stray.idx");
+    let msg = r["errors"][0]["message"].as_str().expect("message");
+    assert!(msg.contains("name the dataset by its .bin"), "{msg}");
+}
+
+#[test]
+fn llmc_and_nanogpt_writers_run_here() {
+    // llm.c dev/data/data_common.py write_datafile, nanoGPT's prepare.py
+    // (openwebtext: a uint16 memmap, EOT 50256 after each document).
+    let env = Env::new();
+    env.python(
+        r#"
+def write_datafile(filename, toks, model_desc="gpt-2"):
+    assert len(toks) < 2**31, "token count too large"
+    if model_desc == "gpt-2":
+        max_token_value = 2**16 - 1
+        magic, version, dtype = 20240520, 1, np.uint16
+    elif model_desc == "llama-3":
+        max_token_value = 2**32 - 1
+        magic, version, dtype = 20240801, 7, np.uint32
+    header = np.zeros(256, dtype=np.int32)
+    header[0] = magic
+    header[1] = version
+    header[2] = len(toks)
+    toks_np = np.array(toks, dtype=dtype)
+    with open(filename, "wb") as f:
+        f.write(header.tobytes())
+        f.write(toks_np.tobytes())
+
+rng = np.random.default_rng(7)
+gpt2 = rng.integers(0, 50257, 300_000)
+gpt2[[0, 123_456, 299_999]] = [50257, 65535, 50300]
+write_datafile("fineweb_train_000001.bin", gpt2.tolist())
+llama = rng.integers(0, 128256, 100_000)
+llama[[5, 99_999]] = [128256, 2**32 - 1]
+write_datafile("llama.bin", llama.tolist(), "llama-3")
+
+docs = [rng.integers(0, 50256, n).tolist() + [50256] for n in (5, 70_000, 3)]
+ids = [t for d in docs for t in d]
+ids[70_002] = 50304
+arr = np.memmap("train.bin", dtype=np.uint16, mode="w+", shape=(len(ids),))
+arr[:] = ids
+arr.flush()
+"#,
+    );
+    env.write(
+        "gpt2.yaml",
+        "columns:\n  tokens: {kind: index, size: 50257, dtype: uint16}\n",
+    );
+    let r = env.check_json(&["-s", "gpt2.yaml", "fineweb_train_000001.bin", "train.bin"], 1);
+    let (n, ex) = hits(&r, "tokens", "index");
+    assert_eq!(n, 4);
+    let ex: Vec<(&str, u64, i64)> = ex
+        .iter()
+        .map(|(f, r, v)| (f.as_str(), *r, v.as_i64().expect("int")))
+        .collect();
+    assert_eq!(
+        ex,
+        [
+            ("fineweb_train_000001.bin", 0, 50257),
+            ("fineweb_train_000001.bin", 123_456, 65535),
+            ("fineweb_train_000001.bin", 299_999, 50300),
+            ("train.bin", 70_002, 50304),
+        ]
+    );
+    assert_eq!(r["rows"], 300_000 + 70_011);
+    env.write("llama.yaml", "columns:\n  tokens: {kind: index, size: 128256}\n");
+    let r = env.check_json(&["-s", "llama.yaml", "llama.bin"], 1);
+    let (n, ex) = hits(&r, "tokens", "index");
+    assert_eq!(n, 2);
+    assert_eq!((ex[0].1, ex[0].2.as_i64()), (5, Some(128256)));
+    assert_eq!((ex[1].1, ex[1].2.as_u64()), (99_999, Some(4294967295)));
+    // The report does not depend on the thread count.
+    let one = env.run(&[
+        "check",
+        "--format",
+        "json",
+        "-s",
+        "gpt2.yaml",
+        "fineweb_train_000001.bin",
+        "--jobs",
+        "1",
+    ]);
+    let four = env.run(&[
+        "check",
+        "--format",
+        "json",
+        "-s",
+        "gpt2.yaml",
+        "fineweb_train_000001.bin",
+        "--jobs",
+        "4",
+    ]);
+    assert_eq!(one.stdout, four.stdout);
+}
+
+#[test]
+fn a_large_stream_is_a_memory_scan_with_bounded_memory() {
+    // 96 MB of uint16 ids: resident memory stays at the units in flight.
+    let env = Env::new();
+    env.python(
+        "a = (np.arange(48 << 20, dtype=np.uint32) % 50000).astype(np.uint16)\n\
+         a[(48 << 20) - 1] = 60000\n\
+         a.tofile('big.bin')",
+    );
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 50257, dtype: uint16}\n",
+    );
+    let (code, kb, out) = env.peak(&["check", "--format", "json", "-s", "s.yaml", "big.bin", "--jobs", "2"]);
+    assert_eq!(code, 1, "{out}");
+    let r: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(r["rows"], 48u64 << 20);
+    assert_eq!(hits(&r, "tokens", "index").1[0].1, (48 << 20) - 1);
+    assert!(kb < 64 * 1024, "peak RSS {kb} KB for a 96 MB file");
+    let _ = check(&r, "tokens", "null");
+}
+
+#[test]
+fn tokenizer_size_reports_untrained_ids_apart_from_crashing_ones() {
+    // GPT-2: T = 50257 ids, P = 50304 embedding rows.
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 50304, tokenizer_size: 50257}\n",
+    );
+    let dir = fixtures().join("modded_nanogpt").display().to_string();
+    let gpt2 = fixtures().join("llmc/gpt2_bad.bin").display().to_string();
+    let r = env.check_json(&["-s", "s.yaml", &dir, &gpt2, "--max-examples", "100"], 1);
+    let rules: Vec<&str> = r["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| c["rule"].as_str().expect("rule"))
+        .collect();
+    assert_eq!(rules, ["index", "null", "not_integer", "tokenizer_size"]);
+    // 65535 crashes (index); 50257 is an untrained row (tokenizer_size);
+    // 1000 is fine for GPT-2.
+    let (n, ex) = hits(&r, "tokens", "index");
+    assert_eq!(n, 2);
+    assert!(ex.iter().all(|e| e.2 == 65535));
+    let (n, ex) = hits(&r, "tokens", "tokenizer_size");
+    assert_eq!(n, 2);
+    let got: Vec<(String, u64)> = ex
+        .iter()
+        .map(|e| (e.0.rsplit('/').next().unwrap_or("").to_string(), e.1))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("gpt2_bad.bin".to_string(), 17),
+            ("fineweb_val_000000.bin".to_string(), 3)
+        ]
+    );
+    assert!(
+        check(&r, "tokens", "tokenizer_size")["hint"]
+            .as_str()
+            .expect("hint")
+            .contains("never trained")
+    );
+    // The clean shard passes both.
+    let clean = fixtures()
+        .join("modded_nanogpt/fineweb_train_000001.bin")
+        .display()
+        .to_string();
+    env.check_json(&["-s", "s.yaml", &clean], 0);
+    // Without tokenizer_size the check is not in the report at all.
+    env.write("p.yaml", "columns:\n  tokens: {kind: index, size: 50304}\n");
+    let r = env.check_json(&["-s", "p.yaml", &clean], 0);
+    assert_eq!(r["checks"].as_array().expect("checks").len(), 3);
+    // A tokenizer larger than the embedding, or on another kind, is a schema error.
+    env.write(
+        "bad.yaml",
+        "columns:\n  tokens: {kind: index, size: 100, tokenizer_size: 101}\n",
+    );
+    let r = env.check_json(&["-s", "bad.yaml", &clean], 2);
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .expect("m")
+            .contains("tokenizer_size"),
+        "{r:#}"
+    );
+    env.write(
+        "bad2.yaml",
+        "columns:\n  tokens: {kind: class, num_classes: 100, tokenizer_size: 10}\n",
+    );
+    env.check_json(&["-s", "bad2.yaml", &clean], 2);
+}
+
+#[test]
+fn a_dtype_too_narrow_for_the_vocabulary_is_a_warning() {
+    let env = Env::new();
+    // Llama 3: 128256 ids cannot be stored in uint16 without wrapping.
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 128256, dtype: uint16}\n",
+    );
+    let raw = fixtures().join("nanogpt/raw/u16_clean.bin").display().to_string();
+    let r = env.check_json(&["-s", "s.yaml", &raw], 0);
+    let w = r["warnings"].as_array().expect("warnings");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].as_str()
+            .expect("w")
+            .contains("stored as uint16 (at most 65535), which cannot hold id 128255")
+    );
+    // uint32 holds it: no warning; a tokenizer_size is what must fit.
+    let llama = fixtures().join("llmc/llama3_clean.bin").display().to_string();
+    env.write("u.yaml", "columns:\n  tokens: {kind: index, size: 128256}\n");
+    let r = env.check_json(&["-s", "u.yaml", &llama], 0);
+    assert!(
+        r.get("warnings")
+            .is_none_or(|w| w.as_array().is_some_and(|w| w.is_empty())),
+        "{r:#}"
+    );
+    env.write(
+        "t.yaml",
+        "columns:\n  tokens: {kind: index, size: 65536, tokenizer_size: 65530, dtype: uint16}\n",
+    );
+    let r = env.check_json(&["-s", "t.yaml", &raw], 0);
+    assert!(
+        r.get("warnings")
+            .is_none_or(|w| w.as_array().is_some_and(|w| w.is_empty())),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn wrong_dtype_reads_get_their_hint() {
+    let env = Env::new();
+    env.python(
+        "ids = np.random.default_rng(1).integers(0, 1000, 64)\n\
+         ids.astype(np.uint16).tofile('u16.bin')\n\
+         ids.astype(np.int32).tofile('i32.bin')",
+    );
+    // A uint16 file read as uint32: two ids in every value.
+    env.write(
+        "u32.yaml",
+        "columns:\n  tokens: {kind: index, size: 1000, dtype: uint32}\n",
+    );
+    let r = env.check_json(&["-s", "u32.yaml", "u16.bin"], 1);
+    let h = check(&r, "tokens", "index")["hint"].as_str().expect("hint");
+    assert!(h.contains("pairs of uint16 ids read as one uint32 value"), "{h}");
+    // int32 read as int64 (llm-foundry#452): values >= 2^32.
+    env.write(
+        "i64.yaml",
+        "columns:\n  tokens: {kind: index, size: 1000, dtype: int64}\n",
+    );
+    let r = env.check_json(&["-s", "i64.yaml", "i32.bin"], 1);
+    let h = check(&r, "tokens", "index")["hint"].as_str().expect("hint");
+    assert!(h.contains("int32 token data read as int64"), "{h}");
+    // Read right, both are clean.
+    env.write(
+        "ok.yaml",
+        "columns:\n  tokens: {kind: index, size: 1000, dtype: uint16}\n",
+    );
+    env.check_json(&["-s", "ok.yaml", "u16.bin"], 0);
+}
+
+#[test]
+fn nanogpt_meta_pkl_is_a_bound_source_read_without_unpickling() {
+    let env = Env::new();
+    let meta = fixtures()
+        .join("nanogpt/shakespeare_char/meta.pkl")
+        .display()
+        .to_string();
+    env.write(
+        "s.yaml",
+        &format!("columns:\n  tokens: {{kind: index, size: {{nanogpt_meta: {meta:?}}}, dtype: uint16}}\n"),
+    );
+    let bad = fixtures()
+        .join("nanogpt/shakespeare_char_bad/train.bin")
+        .display()
+        .to_string();
+    let r = env.check_json(&["-s", "s.yaml", &bad], 1);
+    assert_eq!(pairs(&r, "index"), [(3, 33), (10, 1000)]);
+    assert_eq!(check(&r, "tokens", "index")["bound"], "0 <= v < 33 (size)");
+    let clean = fixtures().join("nanogpt/shakespeare_char").display().to_string();
+    let r = env.check_json(&["-s", "s.yaml", &clean], 0);
+    assert_eq!(r["files"], 2);
+    // A pickle that would run code is refused (exit 2), never executed.
+    env.python(
+        "import pickle\n\
+         class Evil:\n    def __reduce__(self): return (os.system, ('touch pwned',))\n\
+         open('evil.pkl', 'wb').write(pickle.dumps({'vocab_size': 33, 'x': Evil()}))",
+    );
+    env.write(
+        "e.yaml",
+        "columns:\n  tokens: {kind: index, size: {nanogpt_meta: evil.pkl}, dtype: uint16}\n",
+    );
+    let r = env.check_json(&["-s", "e.yaml", &bad], 2);
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .expect("m")
+            .contains("never unpickles"),
+        "{r:#}"
+    );
+    assert!(!env.path("pwned").exists());
+}
