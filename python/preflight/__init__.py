@@ -117,11 +117,13 @@ class Validator:
         kind: a pyarrow RecordBatch or Table, a pandas DataFrame, a dict of
         columns (NumPy arrays or lists, row-indexed) or a list of samples."""
         keep = self.mask(data)
-        if hasattr(data, "filter") and (hasattr(data, "__arrow_c_array__") or hasattr(data, "__arrow_c_stream__")):
-            return data.filter(keep)
         flags = keep.to_pylist()
+        # pandas first: a DataFrame also speaks the Arrow stream protocol,
+        # but its own `filter` selects columns.
         if type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "columns"):
             return data[flags]
+        if hasattr(data, "filter") and (hasattr(data, "__arrow_c_array__") or hasattr(data, "__arrow_c_stream__")):
+            return data.filter(keep)
         if isinstance(data, Mapping):
             import numpy as np
 
