@@ -92,14 +92,10 @@ def interrupted(cmd, cwd, **kw):
     return child.returncode, out, time.monotonic() - sent
 
 
-def test_ctrl_c_exits_130_with_no_report(data):
-    big = data / "big.csv"
-    with open(big, "wb") as f:
-        f.write(b"label\n" + b"0\n1\n2\n" * 8_000_000)
-    code, out, took = interrupted([str(SCRIPT), "check", "-s", "s.yaml", "-j", "1", "--format", "json", "big.csv"], data)
-    assert code == 130
-    assert out == b""
-    assert took < 3.0
+# Ctrl-C in the middle of a scan is tested on the cargo-built binary
+# (tests/cli/hostile.rs); through the wheel, whose optimised build can finish
+# any scan of test size before a signal arrives, the deterministic case is a
+# run blocked on stdin: the same handler, the same exit.
 
 
 def test_ctrl_c_exits_130_while_blocked_on_stdin(data):
