@@ -12,7 +12,6 @@
 //! might hold rows nobody checked. Inputs are never opened for writing, and
 //! an output that would be an input is refused.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Component, Path, PathBuf};
 
@@ -186,7 +185,6 @@ fn copy_without(input: &Path, output: &Path, spill: &Spill, fi: usize) -> Result
         let out = File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
         let mut writer =
             ArrowWriter::try_new(out, meta.schema().clone(), Some(props.build())).map_err(|e| e.to_string())?;
-        let bad: BTreeMap<u64, ()> = dropped.iter().map(|&r| (r, ())).collect();
         let mut row = 0u64;
         for rg in 0..md.num_row_groups() {
             let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
@@ -200,11 +198,14 @@ fn copy_without(input: &Path, output: &Path, spill: &Spill, fi: usize) -> Result
             for batch in reader {
                 let batch = batch.map_err(|e| e.to_string())?;
                 let n = batch.num_rows() as u64;
-                let hits = bad.range(row..row + n).count();
+                // `dropped` is sorted: the batch's bad rows are one slice of it.
+                let hits = dropped.partition_point(|&r| r < row + n) - dropped.partition_point(|&r| r < row);
                 if hits == 0 {
                     writer.write(&batch).map_err(|e| e.to_string())?;
                 } else {
-                    let keep: BooleanArray = (row..row + n).map(|r| Some(!bad.contains_key(&r))).collect();
+                    let keep: BooleanArray = (row..row + n)
+                        .map(|r| Some(dropped.binary_search(&r).is_err()))
+                        .collect();
                     let kept = filter_record_batch(&batch, &keep).map_err(|e| e.to_string())?;
                     if kept.num_rows() > 0 {
                         writer.write(&kept).map_err(|e| e.to_string())?;
