@@ -38,7 +38,7 @@ fn handle_interrupts() {
 pub fn run(a: CheckArgs) -> u8 {
     handle_interrupts();
     let started = Instant::now();
-    let schema = a.schema.unwrap_or_else(|| "preflight.yaml".into());
+    let schema = a.schema.clone().unwrap_or_else(|| "preflight.yaml".into());
     let stdin = a.paths.iter().any(|p| p.as_os_str() == "-");
     let passing = a.pass_through && stdin && a.paths.len() == 1;
     let mut mergeable = None;
@@ -64,46 +64,9 @@ pub fn run(a: CheckArgs) -> u8 {
         mergeable = state;
         report
     } else {
-        let spill = match a
-            .violations_out
-            .as_ref()
-            .map(|_| crate::violations::Spill::new())
-            .transpose()
-        {
-            Ok(spill) => spill,
-            Err(e) => return fail_usage(a.format, &format!("--violations-out: cannot make a spill folder: {e}")),
-        };
-        let plan = Plan {
-            schema,
-            paths: a.paths,
-            max_examples: a.max_examples,
-            scan: ScanOptions {
-                jobs: a.jobs.unwrap_or(0),
-                full_scan: a.full_scan,
-                progress: !a.no_progress && std::io::stderr().is_terminal(),
-                violations: spill.clone(),
-                cache: a.cache.clone(),
-            },
-        };
-        match crate::check_partial(&plan) {
-            Ok((validator, mut partial)) => {
-                if let (Some(out), Some(spill)) = (&a.violations_out, &spill)
-                    && !crate::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst)
-                    && let Err(e) = crate::violations::write(spill, out, &partial.files, &validator)
-                {
-                    partial.add_errors(vec![ErrorEntry {
-                        file: None,
-                        message: e,
-                        unit: 0,
-                    }]);
-                }
-                if a.partial {
-                    mergeable = Some(partial.to_json(&validator));
-                }
-                partial.report(&validator)
-            }
-            Err(report) => report,
-        }
+        let (report, state) = check_files(&a, schema);
+        mergeable = state;
+        report
     };
     if crate::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst) {
         eprintln!("preflight: interrupted");
@@ -127,18 +90,58 @@ pub fn run(a: CheckArgs) -> u8 {
     report.outcome().exit_code()
 }
 
-/// A run that cannot start: the message as a failed report, exit 2.
-fn fail_usage(format: Format, message: &str) -> u8 {
-    let report = Report::failed(vec![ErrorEntry {
-        file: None,
-        message: message.to_string(),
-        unit: 0,
-    }]);
-    eprintln!("error: {message}");
-    let _ = std::io::stdout()
-        .lock()
-        .write_all(render(&report, format, None, None).as_bytes());
-    report.outcome().exit_code()
+/// Checks the files `a` names; with `--partial`, also the mergeable state.
+/// With `--violations-out`, every violation is spilled and written out.
+fn check_files(a: &CheckArgs, schema: std::path::PathBuf) -> (Report, Option<serde_json::Value>) {
+    let failed = |message: String| {
+        Report::failed(vec![ErrorEntry {
+            file: None,
+            message,
+            unit: 0,
+        }])
+    };
+    let spill = match a
+        .violations_out
+        .as_ref()
+        .map(|_| crate::violations::Spill::new())
+        .transpose()
+    {
+        Ok(spill) => spill,
+        Err(e) => {
+            return (
+                failed(format!("--violations-out: cannot make a spill folder: {e}")),
+                None,
+            );
+        }
+    };
+    let plan = Plan {
+        schema,
+        paths: a.paths.clone(),
+        max_examples: a.max_examples,
+        scan: ScanOptions {
+            jobs: a.jobs.unwrap_or(0),
+            full_scan: a.full_scan,
+            progress: !a.no_progress && std::io::stderr().is_terminal(),
+            violations: spill.clone(),
+            cache: a.cache.clone(),
+        },
+    };
+    let (validator, mut partial) = match crate::check_partial(&plan) {
+        Ok(checked) => checked,
+        Err(report) => return (report, None),
+    };
+    if let (Some(out), Some(spill)) = (&a.violations_out, &spill)
+        && !crate::scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst)
+        && let Err(e) = crate::violations::write(spill, out, &partial.files, &validator)
+    {
+        partial.add_errors(vec![ErrorEntry {
+            file: None,
+            message: e,
+            unit: 0,
+        }]);
+    }
+    let state = a.partial.then(|| partial.to_json(&validator));
+    (partial.report(&validator), state)
 }
 
 /// Checks the stream on stdin; with `partial`, also its mergeable state.
