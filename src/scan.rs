@@ -113,7 +113,7 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
     // Fold in (file, unit) order: open errors of a file come before its units'.
     let mut partial = validator.partial();
     partial.files = files.iter().map(|f| f.display.clone()).collect();
-    for (_, open_errors) in opened {
+    for (_, open_errors) in &opened {
         partial.errors.extend(open_errors.iter().map(ErrorEntry::from));
     }
     for (&(_, unit), (t, errs)) in units.iter().zip(results) {
@@ -124,6 +124,15 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
             partial.errors.push(entry);
         }
     }
+    let notes = opened.iter().zip(files).flat_map(|((o, _), f)| {
+        let notes = o.as_ref().map(|o| o.source.notes()).unwrap_or_default();
+        notes.into_iter().map(|message| ErrorEntry {
+            file: Some(f.display.clone()),
+            message,
+            unit: 0,
+        })
+    });
+    partial.add_notes(notes);
     // A type problem repeats in every unit: said once per file, in order.
     let errors = std::mem::take(&mut partial.errors);
     partial.add_errors(errors);

@@ -29,6 +29,9 @@ pub struct Partial {
     pub tally: Tally,
     /// What kept data from being checked, in (file, unit) order.
     pub errors: Vec<ErrorEntry>,
+    /// Warnings about files ([`crate::source::Source::notes`]), in (file,
+    /// message) order, each said once per file.
+    pub notes: Vec<ErrorEntry>,
 }
 
 impl Partial {
@@ -38,6 +41,7 @@ impl Partial {
             files: Vec::new(),
             tally: Tally::new(checks, max_examples),
             errors: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -79,6 +83,7 @@ impl Partial {
         }
         self.files = files;
         self.add_errors(other.errors);
+        self.add_notes(other.notes);
     }
 
     /// [`Partial::merge`] of a partial whose files all sort after this one's.
@@ -98,6 +103,7 @@ impl Partial {
         }
         self.files.extend(other.files);
         self.add_errors(other.errors);
+        self.add_notes(other.notes);
     }
 
     /// Adds errors, keeping them in (file, unit, message) order and each
@@ -105,6 +111,14 @@ impl Partial {
     pub fn add_errors(&mut self, errors: impl IntoIterator<Item = ErrorEntry>) {
         self.errors.extend(errors);
         self.errors = ordered(std::mem::take(&mut self.errors));
+    }
+
+    /// Adds file notes, keeping them in (file, message) order and each said
+    /// once per file.
+    pub fn add_notes(&mut self, notes: impl IntoIterator<Item = ErrorEntry>) {
+        self.notes
+            .extend(notes.into_iter().map(|n| ErrorEntry { unit: 0, ..n }));
+        self.notes = ordered(std::mem::take(&mut self.notes));
     }
 
     /// Merges the `partial` states of reports written with `--partial`,
@@ -143,7 +157,11 @@ impl Partial {
 
     /// The report of the data this partial covers.
     pub fn report(self, validator: &Validator) -> Report {
-        let warnings = validator.schema().warnings.clone();
+        let mut warnings = validator.schema().warnings.clone();
+        warnings.extend(self.notes.iter().map(|n| match &n.file {
+            Some(f) => format!("{f}: {}", n.message),
+            None => n.message.clone(),
+        }));
         Report::build(
             validator.schema(),
             validator.plan(),
@@ -186,6 +204,7 @@ impl Partial {
             "rows": self.tally.rows,
             "checks": checks,
             "errors": self.errors.iter().map(|e| json!([e.file, e.unit, e.message])).collect::<Vec<_>>(),
+            "notes": self.notes.iter().map(|e| json!([e.file, e.message])).collect::<Vec<_>>(),
         })
     }
 
@@ -254,6 +273,11 @@ impl Partial {
             .into_iter()
             .map(|(file, unit, message)| ErrorEntry { file, message, unit })
             .collect();
+        let notes = raw
+            .notes
+            .into_iter()
+            .map(|(file, message)| ErrorEntry { file, message, unit: 0 })
+            .collect();
         files.shrink_to_fit();
         let partial = Partial {
             files,
@@ -264,6 +288,7 @@ impl Partial {
                 log: None,
             },
             errors,
+            notes,
         };
         Ok(partial)
     }
@@ -280,6 +305,9 @@ struct RawPartial {
     rows: u64,
     checks: Vec<RawCheck>,
     errors: Vec<(Option<String>, u64, String)>,
+    /// Absent from partials written before file notes existed.
+    #[serde(default)]
+    notes: Vec<(Option<String>, String)>,
 }
 
 #[derive(Deserialize)]
@@ -410,5 +438,46 @@ mod tests {
         assert!(matches!(untyped(&typed(&Value::Float(f64::NAN))), Ok(Value::Float(f)) if f.is_nan()));
         assert!(untyped(&json!({"int": "x"})).is_err());
         assert!(untyped(&json!(3)).is_err());
+    }
+}
+
+#[cfg(test)]
+mod note_tests {
+    use super::*;
+
+    fn note(file: &str, message: &str) -> ErrorEntry {
+        ErrorEntry {
+            file: Some(file.into()),
+            message: message.into(),
+            unit: 3,
+        }
+    }
+
+    #[test]
+    fn file_notes_merge_in_order_once_each_and_survive_json() {
+        let schema = Schema::from_yaml(
+            "version: 1\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+            "s.yaml".as_ref(),
+        )
+        .unwrap();
+        let validator = Validator::new(schema, 5);
+        let mut a = validator.partial();
+        a.files = vec!["b.png".into()];
+        a.add_notes([note("b.png", "lossy"), note("b.png", "lossy")]);
+        let mut b = validator.partial();
+        b.files = vec!["a.png".into()];
+        b.add_notes([note("a.png", "lossy")]);
+        a.merge(b);
+        let said: Vec<_> = a.notes.iter().map(|n| (n.file.as_deref().unwrap(), n.unit)).collect();
+        assert_eq!(said, [("a.png", 0), ("b.png", 0)]);
+
+        let back = Partial::from_json_for(&a.to_json(&validator), &validator).unwrap();
+        assert_eq!(back, a);
+        let report = back.report(&validator);
+        assert_eq!(report.warnings, ["a.png: lossy", "b.png: lossy"]);
+        // Partials written before notes existed still read.
+        let mut old = a.to_json(&validator);
+        old.as_object_mut().unwrap().remove("notes");
+        assert!(Partial::from_json_for(&old, &validator).unwrap().notes.is_empty());
     }
 }

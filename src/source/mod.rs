@@ -78,6 +78,15 @@ pub trait Source: Send + Sync {
     fn unit_stats(&self, _unit: usize, _column: usize) -> Option<UnitStats> {
         None
     }
+
+    /// What the reader noticed about the file that does not stop its check
+    /// but should reach the user as a warning (a lossy JPEG mask, a label
+    /// file a loader would drop): asked once the file's units are read, so a
+    /// reader may also record what it met while reading. The report sorts
+    /// and deduplicates them.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A failure inside one file: what went wrong and, where known, where.
