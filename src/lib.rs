@@ -124,7 +124,7 @@ pub fn plan_paths(paths: &[PathBuf], split_bytes: u64) -> Vec<scan::WorkUnit> {
 /// a directory search picks up (see [`source::Format::searched`]).
 pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) -> Vec<scan::WorkUnit> {
     let (files, discover_errors) = source::layouts::discover::discover_with(paths, hints);
-    let mut units = scan::plan_units(&files, split_bytes);
+    let mut units = scan::plan_units(&files, split_bytes, hints);
     units.extend(discover_errors.iter().map(|e| scan::WorkUnit {
         path: e.file().unwrap_or_default().into(),
         file: e.file().unwrap_or_default(),

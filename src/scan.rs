@@ -159,14 +159,15 @@ pub struct WorkUnit {
 /// Splits `files` into units of work: a file of at least `split_bytes`
 /// bytes with several units is one work unit per unit, any other file one
 /// work unit. A file that cannot be opened is one unit (checking it reports
-/// why).
-pub fn plan_units(files: &[DataFile], split_bytes: u64) -> Vec<WorkUnit> {
+/// why). Files are opened with the schema's `hints`, as the check opens
+/// them (a token stream's units follow its `eod_id`).
+pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -> Vec<WorkUnit> {
     files
         .par_iter()
         .flat_map_iter(|f| {
             let bytes = std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0);
             let units = if bytes >= split_bytes {
-                source::guarded(|| source::open(&f.path)).map_or(1, |s| s.units())
+                source::guarded(|| source::open_with(&f.path, hints)).map_or(1, |s| s.units())
             } else {
                 1
             };
@@ -286,6 +287,9 @@ fn check_unit(
     if spill.is_some() {
         tally.log = Some(Vec::new());
     }
+    if o.source.documents() {
+        validator.start_documents(&mut tally);
+    }
     // Columns that the file's statistics prove valid are not decoded.
     let mut projection = Vec::with_capacity(o.projection.len());
     let mut positions = vec![None; o.positions.len()];
@@ -343,9 +347,12 @@ fn check_unit(
                     errors.push(err);
                 }
             }
+            // A document's violation names its first row: what lies past
+            // the start of a document still open waits for it.
+            let open_from = tally.docs.as_ref().and_then(|d| d.open_from());
             if let (Some(spill), Some(log)) = (spill.as_mut(), tally.log.as_mut()) {
                 spill
-                    .write(log)
+                    .write_before(log, open_from)
                     .map_err(|e| source::ReadError::new(format!("cannot spill violations: {e}")))?;
             }
             if CANCELLED.load(Ordering::Relaxed) {
@@ -354,6 +361,18 @@ fn check_unit(
             Ok(())
         })
     });
+    if result.is_ok() {
+        validator.finish_documents(fi, &mut tally);
+    }
+    tally.docs = None;
+    if let (Some(spill), Some(log)) = (spill.as_mut(), tally.log.as_mut())
+        && let Err(e) = spill.write_before(log, None)
+    {
+        errors.push(Error::Read {
+            path: file.display.clone(),
+            source: source::ReadError::new(format!("cannot spill violations: {e}")),
+        });
+    }
     if let Some(spill) = spill
         && let Err(e) = spill.finish()
     {

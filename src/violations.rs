@@ -94,19 +94,26 @@ pub(crate) struct UnitSpill {
 
 impl UnitSpill {
     /// Appends one batch's violations, put in (row, check, position) order
-    /// (a batch's checks run column by column), and empties `log`.
-    pub fn write(&mut self, log: &mut Vec<Logged>) -> io::Result<()> {
+    /// (a batch's checks run column by column), and takes them from `log`:
+    /// those before row `before` (all of them for `None`); the rest stay in
+    /// `log` for a later write (a document still open when they were found
+    /// may yet add its own violation at its first row, before them).
+    pub fn write_before(&mut self, log: &mut Vec<Logged>, before: Option<u64>) -> io::Result<()> {
         if log.is_empty() {
             return Ok(());
         }
         log.sort_by_key(|l| (l.spot.row, l.check, l.spot.parent, l.spot.pos));
+        let ready = before.map_or(log.len(), |b| log.partition_point(|l| l.spot.row < b));
+        if ready == 0 {
+            return Ok(());
+        }
         let out = match &mut self.out {
             Some(out) => out,
             None => self
                 .out
                 .insert(BufWriter::with_capacity(1 << 20, File::create(&self.path)?)),
         };
-        for l in log.drain(..) {
+        for l in log.drain(..ready) {
             encode(out, &l)?;
         }
         Ok(())

@@ -83,6 +83,8 @@ fuzz_target!(|data: &[u8]| {
             "mds" | "litdata" => vec![("raw".into(), "uint16".into())],
             _ => vec![("tokens".into(), "uint16".into())],
         },
+        // Token streams cut their units at this end-of-document id.
+        eods: vec![("tokens".into(), 50256)],
         ..Default::default()
     };
     let Ok(src) = source::guarded(|| source::open_with(&path, &hints)) else {

@@ -11,6 +11,7 @@
 //! there is something to find.
 
 mod band;
+mod documents;
 mod leaf;
 mod list;
 mod stats;
@@ -21,6 +22,7 @@ use arrow::datatypes::DataType;
 use crate::report::{ErrorEntry, Partial, Tally};
 use crate::schema::{ColumnSpec, Number, Rule, Schema, ValueRule, cmp_int_float};
 
+pub use documents::Documents;
 pub use leaf::Verdict;
 pub use stats::UnitStats;
 
@@ -34,6 +36,7 @@ pub(crate) struct Slots {
     pub max_length: Option<usize>,
     pub min_length: Option<usize>,
     pub same_length_as: Option<usize>,
+    pub empty_document: Option<usize>,
 }
 
 /// The valid whole numbers of a rule: `lo..=hi` plus `extra`.
@@ -267,7 +270,9 @@ impl Validator {
             let max_length = spec.max_length.map(|_| slot(Rule::MaxLength));
             let min_length = spec.min_length.map(|_| slot(Rule::MinLength));
             let same_length_as = spec.same_length_as.map(|_| slot(Rule::SameLengthAs));
+            let empty_document = spec.eod_id.map(|_| slot(Rule::EmptyDocument));
             let slots = Slots {
+                empty_document,
                 value,
                 null,
                 not_integer,
@@ -362,7 +367,16 @@ impl Validator {
                     tally.checks[col.slots.value].evidence.stored_in(cap);
                 }
             }
-            if result.is_ok() && col.spec.has_length_rules() {
+            if let (Ok(()), Some(eod)) = (&result, col.spec.eod_id) {
+                result = match tally.docs.take() {
+                    Some(mut docs) => {
+                        let r = documents::check_documents(col, ci, eod, array.as_ref(), &mut docs, at, tally);
+                        tally.docs = Some(docs);
+                        r
+                    }
+                    None => Err(documents::not_a_stream(array.data_type())),
+                };
+            } else if result.is_ok() && col.spec.has_length_rules() {
                 let other = col
                     .spec
                     .same_length_as
@@ -377,6 +391,26 @@ impl Validator {
             }
         }
         errors
+    }
+
+    /// Readies `tally` to follow documents across the batches of one unit
+    /// of a source whose units hold whole documents (token streams read
+    /// with their `eod_id`); without this, an `eod_id` column is a type
+    /// error.
+    pub(crate) fn start_documents(&self, tally: &mut Tally) {
+        if self.columns.iter().any(|c| c.spec.eod_id.is_some()) {
+            tally.docs = Some(Box::new(Documents::new(self.columns.len())));
+        }
+    }
+
+    /// Judges the documents still open at the end of a unit (the tokens
+    /// after a file's last end-of-document id) and stops following them.
+    pub(crate) fn finish_documents(&self, file: usize, tally: &mut Tally) {
+        if let Some(docs) = tally.docs.take() {
+            for (ci, col) in self.columns.iter().enumerate() {
+                documents::finish_documents(col, ci, &docs, file, tally);
+            }
+        }
     }
 
     /// Checks a `RecordBatch` whose columns are found by name; columns the
@@ -469,7 +503,10 @@ impl Validator {
     pub fn proven_by(&self, ci: usize, stats: &UnitStats) -> bool {
         let col = &self.columns[ci];
         // Length rules need the data, its own or a column comparing with it.
-        if col.spec.has_length_rules() || self.columns.iter().any(|c| c.spec.same_length_as == Some(ci)) {
+        if col.spec.has_length_rules()
+            || col.spec.eod_id.is_some()
+            || self.columns.iter().any(|c| c.spec.same_length_as == Some(ci))
+        {
             return false;
         }
         self.values_proven(ci, stats)

@@ -214,6 +214,9 @@ pub struct Tally {
     /// Every violation, when they are wanted (`--violations-out`); the
     /// scanner drains it after each batch.
     pub log: Option<Vec<Logged>>,
+    /// The documents open in the unit being checked (`eod_id` columns of a
+    /// source whose units hold whole documents); never merged.
+    pub(crate) docs: Option<Box<crate::check::Documents>>,
 }
 
 impl Tally {
@@ -224,6 +227,7 @@ impl Tally {
             rows: 0,
             max_examples,
             log: None,
+            docs: None,
         }
     }
 
@@ -319,6 +323,7 @@ impl CheckReport {
     pub fn headline(&self) -> String {
         let unit = match self.rule {
             Rule::MaxLength | Rule::MinLength | Rule::SameLengthAs => plural(self.violations, "row", "rows"),
+            Rule::EmptyDocument => plural(self.violations, "document", "documents"),
             _ => plural(self.violations, "value", "values"),
         };
         let verb = if self.violations == 1 { "violates" } else { "violate" };
@@ -492,20 +497,22 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
                 spec.tokenizer_size.unwrap_or(0)
             )
         }
-        Rule::MaxLength => {
-            let pad = spec
-                .pad_id
-                .map(|p| format!(", not counting pad {p}"))
-                .unwrap_or_default();
-            format!("at most {} elements per row{pad}", spec.max_length.unwrap_or(0))
+        Rule::MaxLength | Rule::MinLength => {
+            let (what, n) = match rule {
+                Rule::MaxLength => ("at most", spec.max_length),
+                _ => ("at least", spec.min_length),
+            };
+            let n = n.unwrap_or(0);
+            match (spec.eod_id, spec.pad_id) {
+                (Some(eod), _) => format!("{what} {n} tokens per document (between end-of-document ids {eod})"),
+                (None, Some(p)) => format!("{what} {n} elements per row, not counting pad {p}"),
+                (None, None) => format!("{what} {n} elements per row"),
+            }
         }
-        Rule::MinLength => {
-            let pad = spec
-                .pad_id
-                .map(|p| format!(", not counting pad {p}"))
-                .unwrap_or_default();
-            format!("at least {} elements per row{pad}", spec.min_length.unwrap_or(0))
-        }
+        Rule::EmptyDocument => format!(
+            "no empty documents (two end-of-document ids {} in a row)",
+            spec.eod_id.unwrap_or(0)
+        ),
         Rule::SameLengthAs => {
             let other = spec
                 .same_length_as

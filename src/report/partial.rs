@@ -286,6 +286,7 @@ impl Partial {
                 rows: raw.rows,
                 max_examples: raw.max_examples,
                 log: None,
+                docs: None,
             },
             errors,
             notes,

@@ -109,6 +109,9 @@ pub enum Rule {
     MinLength,
     /// a row whose length differs from another column's.
     SameLengthAs,
+    /// a document without a token: two end-of-document ids in a row
+    /// (`eod_id` token streams).
+    EmptyDocument,
 }
 
 impl Rule {
@@ -125,6 +128,7 @@ impl Rule {
             Rule::MaxLength => "max_length",
             Rule::MinLength => "min_length",
             Rule::SameLengthAs => "same_length_as",
+            Rule::EmptyDocument => "empty_document",
         }
     }
 }
@@ -212,6 +216,10 @@ pub struct ColumnSpec {
     /// How the column's values are stored where the file does not say
     /// (raw token bytes): a NumPy dtype name from [`DTYPES`].
     pub dtype: Option<String>,
+    /// The end-of-document id of a flat token stream: documents are the
+    /// runs of tokens between two of them, the length rules judge
+    /// documents, and empty documents are reported (`empty_document`).
+    pub eod_id: Option<i128>,
 }
 
 /// The `dtype:` names a schema column accepts (NumPy's, little-endian).
@@ -237,6 +245,9 @@ impl ColumnSpec {
         }
         if self.same_length_as.is_some() {
             rules.push(Rule::SameLengthAs);
+        }
+        if self.eod_id.is_some() {
+            rules.push(Rule::EmptyDocument);
         }
         rules
     }
@@ -599,6 +610,31 @@ fn validate_column(
             Some(whole("pad_id", n)?)
         }
     };
+    let eod_id = match col.eod_id {
+        None => None,
+        Some(n) => {
+            if !matches!(values, ValueRule::Index { .. }) {
+                return Err(err(
+                    "eod_id",
+                    format!("`eod_id` does not apply to kind `{kind_name}` (token ids are `index` columns)"),
+                ));
+            }
+            for (key, set) in [
+                ("pad_id", pad_id.is_some()),
+                ("same_length_as", same_length_as.is_some()),
+            ] {
+                if set {
+                    return Err(err(
+                        "eod_id",
+                        format!(
+                            "`eod_id` makes the length rules judge documents of a token stream; `{key}` judges list rows and cannot be combined with it"
+                        ),
+                    ));
+                }
+            }
+            Some(whole("eod_id", n)?)
+        }
+    };
     let dtype = match &col.dtype {
         None => None,
         Some(d) if DTYPES.contains(&d.as_str()) => Some(d.clone()),
@@ -621,6 +657,7 @@ fn validate_column(
         bound_sources: sources,
         tokenizer_size,
         dtype,
+        eod_id,
     })
 }
 
@@ -718,6 +755,9 @@ impl Schema {
             }
             if let Some(d) = &c.dtype {
                 let _ = writeln!(out, "    dtype: {d}");
+            }
+            if let Some(e) = c.eod_id {
+                let _ = writeln!(out, "    eod_id: {e}");
             }
         }
         out

@@ -85,6 +85,7 @@ pub(crate) struct RawColumn {
     pub min_length: Option<Bound>,
     pub same_length_as: Option<String>,
     pub pad_id: Option<Number>,
+    pub eod_id: Option<Number>,
     pub nullable: Option<bool>,
     pub optional: Option<bool>,
     pub dtype: Option<String>,

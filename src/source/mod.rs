@@ -87,6 +87,13 @@ pub trait Source: Send + Sync {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Whether every unit but the last ends right after an end-of-document
+    /// id ([`Hints::eods`]), so that no document crosses units: only then
+    /// can the checks judge the documents of an `eod_id` column.
+    fn documents(&self) -> bool {
+        false
+    }
 }
 
 /// A failure inside one file: what went wrong and, where known, where.
@@ -262,6 +269,9 @@ pub struct Hints {
     /// The schema's column names: a directory search picks up files that
     /// only some schemas use (token `.bin` files) only for these.
     pub columns: Vec<String>,
+    /// (column, `eod_id`): where a token stream's documents end, so that
+    /// its reader cuts units there.
+    pub eods: Vec<(String, i128)>,
 }
 
 impl Hints {
@@ -274,12 +284,22 @@ impl Hints {
                 .filter_map(|c| c.dtype.clone().map(|d| (c.name.clone(), d)))
                 .collect(),
             columns: schema.columns.iter().map(|c| c.name.clone()).collect(),
+            eods: schema
+                .columns
+                .iter()
+                .filter_map(|c| c.eod_id.map(|e| (c.name.clone(), e)))
+                .collect(),
         }
     }
 
     /// The `dtype:` the schema gives column `column`, if any.
     pub fn dtype(&self, column: &str) -> Option<&str> {
         self.dtypes.iter().find(|(c, _)| c == column).map(|(_, d)| d.as_str())
+    }
+
+    /// The `eod_id:` the schema gives column `column`, if any.
+    pub fn eod(&self, column: &str) -> Option<i128> {
+        self.eods.iter().find(|(c, _)| c == column).map(|&(_, e)| e)
     }
 }
 
@@ -314,7 +334,11 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         Some(Format::LitData) => Ok(Box::new(formats::litdata::LitDataSource::open_with(path, &|c| {
             hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
         })?)),
-        Some(Format::TokenBin) => formats::tokenbin::open(path, hints.dtype(formats::tokenbin::TOKENS)),
+        Some(Format::TokenBin) => formats::tokenbin::open(
+            path,
+            hints.dtype(formats::tokenbin::TOKENS),
+            hints.eod(formats::tokenbin::TOKENS),
+        ),
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),

@@ -501,3 +501,256 @@ fn nanogpt_meta_pkl_is_a_bound_source_read_without_unpickling() {
     );
     assert!(!env.path("pwned").exists());
 }
+
+/// Writes an llm.c shard (EOT before each document, as `fineweb.py`) and a
+/// raw nanoGPT stream (EOT after each, as `prepare.py`) whose documents have
+/// planted lengths (long, short, empty; at and across the 4M-token unit
+/// marks, one longer than a unit), and `expected.json`: every document
+/// violation, computed here from the EOD positions NumPy finds.
+fn documents_dataset(env: &Env) {
+    env.python(
+        r#"
+EOT, UNIT, MAX, MIN = 50256, 4 << 20, 2048, 4
+rng = np.random.default_rng(11)
+def lengths(total):
+    out, n = [], 0
+    while n < total:
+        k = int(rng.integers(1, 1500))
+        out.append(k); n += k + 1
+    return out
+def stream(append, lens):
+    parts = []
+    for k in lens:
+        d = rng.integers(0, EOT, k, dtype=np.uint16)
+        parts += [d, [EOT]] if append else [[EOT], d]
+    return np.concatenate([np.asarray(p, np.uint16) for p in parts])
+def plant(lens):
+    # long and short documents, empty ones, one longer than a unit
+    for i, k in [(3, 0), (4, 0), (10, 3), (11, 1), (20, 2049), (21, 2048), (40, 70_000), (41, 0), (60, 5_000_000)]:
+        lens.insert(i, k)
+    return lens
+def expected(a, edges):
+    p = np.flatnonzero(a == EOT)
+    out = {'max_length': [], 'min_length': [], 'empty_document': []}
+    segs = [(0, int(p[0]), True)] + [(int(x) + 1, int(y), False) for x, y in zip(p[:-1], p[1:])] + [(int(p[-1]) + 1, len(a), True)]
+    for s, e, edge in segs:
+        n = e - s
+        if edge:
+            if n > MAX: out['max_length'].append([s, n])
+        elif n == 0: out['empty_document'].append([s, 0])
+        else:
+            if n > MAX: out['max_length'].append([s, n])
+            if n < MIN: out['min_length'].append([s, n])
+    return out
+# llm.c: EOT first; the shard starts mid-document (a head) and ends in one.
+lens = plant(lengths(9_000_000))
+llmc = np.concatenate([rng.integers(0, EOT, 2500, dtype=np.uint16), stream(False, lens), rng.integers(0, EOT, 3000, dtype=np.uint16)])
+# empty documents right at the unit marks: EOT EOT across 4M and 8M
+for m in (UNIT, 2 * UNIT):
+    q = int(np.flatnonzero(llmc[m:] == EOT)[0]) + m
+    llmc[q + 1] = EOT
+header = np.zeros(256, np.int32); header[:3] = [20240520, 1, len(llmc)]
+with open('llmc.bin', 'wb') as f:
+    f.write(header.tobytes()); f.write(llmc.tobytes())
+# nanoGPT: EOT after each document; the stream ends with one.
+raw = stream(True, plant(lengths(9_000_000)))
+raw.tofile('raw.bin')
+json.dump({'llmc.bin': expected(llmc, True), 'raw.bin': expected(raw, True), 'rows': [len(llmc), len(raw)]}, open('expected.json', 'w'))
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 50304, eod_id: 50256, max_length: 2048, min_length: 4, dtype: uint16}\n",
+    );
+}
+
+#[test]
+fn eod_id_documents_are_judged_whole_across_units_at_any_jobs() {
+    let env = Env::new();
+    documents_dataset(&env);
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("expected.json")).expect("read")).expect("json");
+    let mut first = None;
+    for jobs in ["1", "2"] {
+        let report = env.check_json(
+            &[
+                "-s",
+                "s.yaml",
+                "llmc.bin",
+                "raw.bin",
+                "--jobs",
+                jobs,
+                "--max-examples",
+                "100000",
+            ],
+            1,
+        );
+        for rule in ["max_length", "min_length", "empty_document"] {
+            let (n, ex) = hits(&report, "tokens", rule);
+            assert_eq!(n as usize, ex.len(), "{rule}: every example kept");
+            for file in ["llmc.bin", "raw.bin"] {
+                let got: Vec<(u64, i128)> = ex
+                    .iter()
+                    .filter(|(f, _, _)| f == file)
+                    .map(|(_, r, v)| (*r, v.as_i64().expect("length").into()))
+                    .collect();
+                let expect: Vec<(u64, i128)> = serde_json::from_value(want[file][rule].clone()).expect("pairs");
+                assert_eq!(got, expect, "{file} {rule}");
+            }
+        }
+        // Planted: 3 empty documents in each stream and 2 at the llm.c
+        // unit marks; 3 long ones each (2049, 70,000, 5,000,000), and the
+        // llm.c shard's two ends (2500 and 3000 tokens, longer alone).
+        let count = |f: &str, r: &str| want[f][r].as_array().expect("list").len();
+        assert_eq!(
+            (count("llmc.bin", "empty_document"), count("raw.bin", "empty_document")),
+            (5, 3)
+        );
+        assert_eq!(
+            (count("llmc.bin", "max_length"), count("raw.bin", "max_length")),
+            (5, 3)
+        );
+        assert_eq!(
+            check(&report, "tokens", "empty_document")["bound"],
+            "no empty documents (two end-of-document ids 50256 in a row)"
+        );
+        assert_eq!(
+            report["rows"],
+            want["rows"][0].as_u64().unwrap() + want["rows"][1].as_u64().unwrap()
+        );
+        let all: usize = ["max_length", "min_length", "empty_document"]
+            .iter()
+            .map(|r| count("llmc.bin", r) + count("raw.bin", r))
+            .sum();
+        assert_eq!(report["violations"], all as u64);
+        match &first {
+            None => first = Some(report),
+            Some(f) => assert_eq!(f, &report, "the same report for every --jobs"),
+        }
+    }
+}
+
+#[test]
+fn eod_id_documents_reach_violations_out_in_order_and_merge_from_units() {
+    let env = Env::new();
+    documents_dataset(&env);
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("expected.json")).expect("read")).expect("json");
+    let args = ["-s", "s.yaml", "llmc.bin", "raw.bin", "--max-examples", "7"];
+    let mut with_out = args.to_vec();
+    with_out.extend(["--violations-out", "v.jsonl", "--jobs", "2"]);
+    let report = env.check_json(&with_out, 1);
+    // Every document violation, in (file, row, rule) order.
+    let text = std::fs::read_to_string(env.path("v.jsonl")).expect("violations");
+    let got: Vec<(String, u64, String, i64)> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("line");
+            (
+                v["file"].as_str().expect("file").to_string(),
+                v["row"].as_u64().expect("row"),
+                v["rule"].as_str().expect("rule").to_string(),
+                v["value"].as_i64().expect("value"),
+            )
+        })
+        .collect();
+    let order = |r: &str| {
+        ["max_length", "min_length", "empty_document"]
+            .iter()
+            .position(|x| *x == r)
+    };
+    let mut expect = Vec::new();
+    for file in ["llmc.bin", "raw.bin"] {
+        for rule in ["max_length", "min_length", "empty_document"] {
+            let pairs: Vec<(u64, i64)> = serde_json::from_value(want[file][rule].clone()).expect("pairs");
+            expect.extend(
+                pairs
+                    .into_iter()
+                    .map(|(r, v)| (file.to_string(), r, rule.to_string(), v)),
+            );
+        }
+    }
+    expect.sort_by_key(|(f, r, rule, _)| (f.clone(), *r, order(rule)));
+    assert_eq!(got, expect);
+    assert_eq!(report["violations"], expect.len() as u64);
+
+    // Planned as units (each cut after an EOD), checked apart and merged in
+    // reverse order: the single run's report.
+    let schema = preflight::Schema::from_file(&env.path("s.yaml")).expect("schema");
+    let hints = preflight::source::Hints::from_schema(&schema);
+    let validator = preflight::Validator::new(schema, 7);
+    let units: Vec<preflight::scan::WorkUnit> =
+        preflight::plan_paths_with(&[env.path("llmc.bin"), env.path("raw.bin")], 1, &hints)
+            .into_iter()
+            .map(|mut u| {
+                u.file = u.path.file_name().expect("name").to_string_lossy().into_owned();
+                u
+            })
+            .collect();
+    assert!(units.len() >= 4, "several units per stream: {}", units.len());
+    let opts = preflight::scan::ScanOptions {
+        jobs: 1,
+        ..Default::default()
+    };
+    let mut merged = validator.partial();
+    for u in units.iter().rev() {
+        let part = preflight::scan::check_units(&validator, std::slice::from_ref(u), &opts);
+        let back = preflight::Partial::from_json(&part.to_json(&validator))
+            .expect("partial")
+            .0;
+        merged.merge(back);
+    }
+    let single = env.run(&[
+        "check",
+        "--format",
+        "json",
+        "-s",
+        "s.yaml",
+        "llmc.bin",
+        "raw.bin",
+        "--max-examples",
+        "7",
+    ]);
+    assert_eq!(
+        preflight::report::json::render(&merged.report(&validator)),
+        single.stdout
+    );
+}
+
+#[test]
+fn eod_id_belongs_to_flat_token_streams() {
+    let env = Env::new();
+    for (schema, key, says) in [
+        (
+            "{kind: class, num_classes: 3, eod_id: 2}",
+            "eod_id",
+            "does not apply to kind `class`",
+        ),
+        (
+            "{kind: index, size: 9, eod_id: 2, max_length: 3, pad_id: 0}",
+            "eod_id",
+            "`pad_id` judges list rows",
+        ),
+        ("{kind: index, size: 9, eod_id: 2.5}", "eod_id", "not a whole number"),
+    ] {
+        env.write("s.yaml", &format!("columns:\n  tokens: {schema}\n"));
+        let r = env.check_json(&["-s", "s.yaml", "x.bin"], 2);
+        let msg = r["errors"][0]["message"].as_str().expect("message");
+        assert!(msg.contains(key) && msg.contains(says), "{schema}: {msg}");
+    }
+    // A Megatron dataset's rows are its documents: eod_id is its error,
+    // while a raw stream beside it is checked.
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 65536, eod_id: 7, dtype: uint16}\n",
+    );
+    env.python("np.array([1, 7, 7, 2], np.uint16).tofile('raw.bin')");
+    let mega = fixtures().join("megatron/u16_clean.bin");
+    let r = env.check_json(&["-s", "s.yaml", mega.to_str().expect("utf-8"), "raw.bin"], 2);
+    let msg = r["errors"][0]["message"].as_str().expect("message");
+    assert!(msg.contains("rows are sequences already"), "{msg}");
+    assert_eq!(
+        hits(&r, "tokens", "empty_document").1,
+        [("raw.bin".to_string(), 2, Value::from(0))]
+    );
+}

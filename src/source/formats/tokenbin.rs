@@ -208,6 +208,33 @@ impl Region {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
+
+    /// The position of the first element at or after `from` that equals
+    /// `id` (as the kernels compare: a float equal to the whole number),
+    /// reading the bytes in place and releasing the pages it passed.
+    pub(crate) fn find(&self, from: usize, id: i128) -> Option<usize> {
+        let size = self.dtype.size();
+        let pattern: Vec<u8> = match self.dtype {
+            TokenDtype::U8 => u8::try_from(id).ok()?.to_le_bytes().to_vec(),
+            TokenDtype::I8 => i8::try_from(id).ok()?.to_le_bytes().to_vec(),
+            TokenDtype::U16 => u16::try_from(id).ok()?.to_le_bytes().to_vec(),
+            TokenDtype::I16 => i16::try_from(id).ok()?.to_le_bytes().to_vec(),
+            TokenDtype::U32 => u32::try_from(id).ok()?.to_le_bytes().to_vec(),
+            TokenDtype::I32 => i32::try_from(id).ok()?.to_le_bytes().to_vec(),
+            TokenDtype::U64 => u64::try_from(id).ok()?.to_le_bytes().to_vec(),
+            TokenDtype::I64 => i64::try_from(id).ok()?.to_le_bytes().to_vec(),
+            // -0.0 equals 0 too; missing it only moves a cut further on.
+            TokenDtype::F32 => Some(id as f32).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
+            TokenDtype::F64 => Some(id as f64).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
+        };
+        let map = self.map.as_ref()?;
+        let start = self.offset + from * size;
+        let bytes = map.get(start..self.offset + self.len * size)?;
+        let found = bytes.chunks_exact(size).position(|c| c == pattern.as_slice());
+        let seen = found.map_or(bytes.len(), |p| (p + 1) * size);
+        storage::release(map, start, seen);
+        found.map(|p| from + p)
+    }
 }
 
 /// An array over `buf`, which holds whole native-endian, aligned elements.
@@ -293,13 +320,18 @@ pub enum Layout {
 
 /// Opens a `.bin` token file: a Megatron-LM dataset when an `.idx` lies
 /// beside it, else an llm.c shard or a raw stream. `dtype` is the schema's
-/// `dtype:` for `tokens`, if given.
-pub fn open(path: &Path, dtype: Option<&str>) -> Result<Box<dyn Source>, ReadError> {
+/// `dtype:` for `tokens`, if given, and `eod` its `eod_id` (a Megatron
+/// dataset's documents are its index's sequences, so it takes none).
+pub fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<dyn Source>, ReadError> {
     let idx = path.with_extension("idx");
     if idx.is_file() {
         return Ok(Box::new(super::megatron::MegatronSource::open(path, &idx, dtype)?));
     }
-    Ok(Box::new(TokenStreamSource::open(path, dtype)?))
+    let source = TokenStreamSource::open(path, dtype)?;
+    Ok(Box::new(match eod {
+        Some(eod) => source.with_documents(eod),
+        None => source,
+    }))
 }
 
 /// The schema's `dtype:` as a token type.
@@ -317,7 +349,10 @@ pub struct TokenStreamSource {
     columns: Vec<String>,
     region: Region,
     layout: Layout,
-    units: usize,
+    /// First token of each unit, ascending from 0.
+    starts: Vec<u64>,
+    /// Whether every unit but the last ends right after an `eod_id`.
+    documents: bool,
 }
 
 impl TokenStreamSource {
@@ -395,13 +430,40 @@ impl TokenStreamSource {
                 (Layout::Raw, dtype, 0, size / dtype.size())
             }
         };
-        let units = usize::try_from((count as u64).div_ceil(UNIT_TOKENS)).unwrap_or(usize::MAX);
+        let starts = (0..count as u64).step_by(UNIT_TOKENS as usize).collect();
         Ok(TokenStreamSource {
             columns: vec![TOKENS.to_string()],
             region: Region::new(map, offset, count, dtype),
             layout,
-            units,
+            starts,
+            documents: false,
         })
+    }
+
+    /// Cuts the units right after an `eod` id instead of every
+    /// [`UNIT_TOKENS`] tokens, so that no document crosses units: each unit
+    /// after the first starts at the first document that begins at or past
+    /// its nominal start. A stretch without an EOD id stays in one unit
+    /// (long, but read batch by batch, its pages released as it goes).
+    pub fn with_documents(mut self, eod: i128) -> TokenStreamSource {
+        let total = self.region.len() as u64;
+        let mut starts = vec![0];
+        let mut next = UNIT_TOKENS;
+        while next < total {
+            // The unit ends after the last token before `next` if that is
+            // an EOD, else after the first EOD past it.
+            match self.region.find(next as usize - 1, eod) {
+                Some(e) if (e as u64) + 1 < total => {
+                    let start = e as u64 + 1;
+                    starts.push(start);
+                    next = start + UNIT_TOKENS;
+                }
+                _ => break,
+            }
+        }
+        self.starts = starts;
+        self.documents = true;
+        self
     }
 
     /// The layout found.
@@ -421,7 +483,11 @@ impl Source for TokenStreamSource {
     }
 
     fn units(&self) -> usize {
-        self.units
+        self.starts.len()
+    }
+
+    fn documents(&self) -> bool {
+        self.documents
     }
 
     fn read(
@@ -430,14 +496,17 @@ impl Source for TokenStreamSource {
         projection: &[usize],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        if unit >= self.units {
-            return Err(ReadError::new(format!("no unit {unit} (the file has {})", self.units)));
-        }
+        let Some(&start) = self.starts.get(unit) else {
+            return Err(ReadError::new(format!(
+                "no unit {unit} (the file has {})",
+                self.units()
+            )));
+        };
         check_projection(projection, "a token file")?;
         let total = self.region.len() as u64;
-        let start = unit as u64 * UNIT_TOKENS;
-        let end = (start + UNIT_TOKENS).min(total);
+        let end = self.starts.get(unit + 1).copied().unwrap_or(total);
         let mut r = start;
+        let mut released = start;
         while r < end {
             let nb = (end - r).min(BATCH_ROWS as u64) as usize;
             let cols = match projection.len() {
@@ -449,9 +518,15 @@ impl Source for TokenStreamSource {
                 batch: token_batch(cols, nb)?,
             })?;
             r += nb as u64;
+            // A long unit (a document stretch without EOD ids) gives its
+            // pages back as it goes.
+            if !projection.is_empty() && r - released >= UNIT_TOKENS {
+                self.region.release(released as usize, (r - released) as usize);
+                released = r;
+            }
         }
-        if !projection.is_empty() {
-            self.region.release(start as usize, (end - start) as usize);
+        if !projection.is_empty() && end > released {
+            self.region.release(released as usize, (end - released) as usize);
         }
         Ok(())
     }
