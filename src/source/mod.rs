@@ -19,7 +19,7 @@ pub mod layouts;
 pub mod storage;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatch;
 use arrow::error::ArrowError;
@@ -259,6 +259,15 @@ impl Format {
             None
         }
     }
+}
+
+/// Files that the dataset index in `dir` (an MDS or LitData
+/// `index.json`) lists and `dir` lacks, each with why it is an error: a
+/// directory search reports them, since no file is there to be found.
+pub fn listed_but_missing(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut missing = formats::mds::missing_shards(dir);
+    missing.extend(formats::litdata::missing_chunks(dir));
+    missing.into_iter().map(|(name, why)| (dir.join(name), why)).collect()
 }
 
 /// What the schema tells readers about files whose bytes do not say it.

@@ -719,3 +719,90 @@ fn mds_rows_past_one_batch_keep_their_numbers() {
     let want: Vec<(u64, Value)> = bad.iter().map(|&i| (i as u64, json!(1000 + i))).collect();
     assert_eq!(hits, want);
 }
+
+/// Copies fixture folders into the environment (as `d/NAME`).
+fn copy_fixture(env: &Env, rel: &str, to: &str) {
+    let from = tokens_dir().join(rel);
+    std::fs::create_dir_all(env.path(to)).expect("mkdir");
+    for e in std::fs::read_dir(&from).expect("fixture") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), env.path(to).join(e.file_name())).expect("copy");
+    }
+}
+
+#[test]
+fn shards_and_chunks_listed_but_missing_are_errors_naming_them() {
+    let env = Env::new();
+    copy_fixture(&env, "mds/tokens_i32_clean", "d/mds");
+    copy_fixture(&env, "mds/tokens_i32_zstd", "d/zstd");
+    copy_fixture(&env, "litdata/tokens", "d/lit");
+    env.write("s.yaml", "columns:\n  tokens: {kind: index, size: 100000}\n");
+    let clean = env.run(&["check", "--format", "json", "-s", "s.yaml", "d"]).json();
+    assert!(clean["errors"].as_array().expect("errors").is_empty(), "{clean:#}");
+    for gone in [
+        "d/mds/shard.00001.mds",
+        "d/zstd/shard.00002.mds.zstd",
+        "d/lit/chunk-0-1.bin",
+    ] {
+        std::fs::remove_file(env.path(gone)).expect("remove");
+    }
+    let r = env.check_json(&["-s", "s.yaml", "d"], 2);
+    let errors: Vec<(String, String)> = r["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["file"].as_str().expect("file").into(),
+                e["message"].as_str().expect("message").into(),
+            )
+        })
+        .collect();
+    let samples = |rel: &str, i: usize| {
+        let index: Value =
+            serde_json::from_str(&std::fs::read_to_string(tokens_dir().join(rel).join("index.json")).expect("index"))
+                .expect("json");
+        index["shards"][i]["samples"].as_u64().expect("samples")
+    };
+    assert_eq!(
+        errors,
+        [
+            (
+                "d/lit/chunk-0-1.bin".to_string(),
+                "listed in index.json (chunk 1, 3 items) but missing from the folder".to_string()
+            ),
+            (
+                "d/mds/shard.00001.mds".to_string(),
+                format!(
+                    "listed in index.json (shard 1, {} samples) but missing from the folder",
+                    samples("mds/tokens_i32_clean", 1)
+                )
+            ),
+            (
+                "d/zstd/shard.00002.mds.zstd".to_string(),
+                format!(
+                    "listed in index.json (shard 2, {} samples) but missing from the folder",
+                    samples("mds/tokens_i32_zstd", 2)
+                )
+            ),
+        ]
+    );
+    // The shards that are there are still checked.
+    let lost = samples("mds/tokens_i32_clean", 1) + samples("mds/tokens_i32_zstd", 2) + 3;
+    assert_eq!(
+        r["rows"].as_u64().expect("rows") + lost,
+        clean["rows"].as_u64().expect("rows")
+    );
+    // An index naming a file outside its folder is an error, never a path
+    // followed.
+    let mut index: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("d/lit/index.json")).expect("index")).expect("json");
+    index["chunks"][0]["filename"] = json!("../../etc/passwd");
+    env.write("d/lit/index.json", &index.to_string());
+    let r = env.check_json(&["-s", "s.yaml", "d/lit"], 2);
+    let text = r["errors"].to_string();
+    assert!(
+        text.contains("lists chunk 0 as `../../etc/passwd`, which is not a file name in its folder"),
+        "{text}"
+    );
+}

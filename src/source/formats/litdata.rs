@@ -939,6 +939,34 @@ impl Source for LitDataSource {
     }
 }
 
+/// The chunks the LitData `index.json` in `dir` lists that are not in
+/// `dir`: (the chunk's name, why it is an error). The index a
+/// multi-worker `optimize` merges lists every rank's chunks, so a rank
+/// whose chunks never arrived is found here. Nothing for an index that is
+/// no LitData index.
+pub fn missing_chunks(dir: &Path) -> Vec<(String, String)> {
+    let Ok(index) = shardcol::load_index(&dir.join("index.json"), "a LitData chunk", parse_index) else {
+        return Vec::new();
+    };
+    let mut missing = Vec::new();
+    for (i, chunk) in index.chunks.iter().enumerate() {
+        let name = chunk.filename.as_str();
+        if !shardcol::plain_name(name) {
+            missing.push((
+                name.to_string(),
+                format!("index.json lists chunk {i} as `{name}`, which is not a file name in its folder"),
+            ));
+        } else if !dir.join(name).is_file() {
+            let items = chunk.chunk_size.map(|n| format!(", {n} items")).unwrap_or_default();
+            missing.push((
+                name.to_string(),
+                format!("listed in index.json (chunk {i}{items}) but missing from the folder"),
+            ));
+        }
+    }
+    missing
+}
+
 /// Whether a file name is a LitData chunk's (`chunk-R-I.bin`, or
 /// `chunk-R-I.<compression>.bin`); it is one when an `index.json` lies
 /// beside it.

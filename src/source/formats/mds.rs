@@ -756,6 +756,39 @@ impl Source for MdsSource {
     }
 }
 
+/// The shards the MDS `index.json` in `dir` lists that are not in `dir`
+/// (neither the compressed file nor its raw twin): (the name the index
+/// gives it, why it is an error). Nothing for an index that is no MDS
+/// index (a shard beside it reports that when opened).
+pub fn missing_shards(dir: &Path) -> Vec<(String, String)> {
+    let Ok(index) = load_index(&dir.join("index.json")) else {
+        return Vec::new();
+    };
+    let mut missing = Vec::new();
+    for (i, shard) in index.shards.iter().enumerate() {
+        let Ok(shard) = shard else { continue };
+        let names: Vec<&str> = [&shard.zip_data, &shard.raw_data]
+            .into_iter()
+            .flatten()
+            .map(|f| f.basename.as_str())
+            .collect();
+        let Some(&name) = names.first() else { continue };
+        if let Some(bad) = names.iter().find(|n| !shardcol::plain_name(n)) {
+            missing.push((
+                name.to_string(),
+                format!("index.json lists shard {i} as `{bad}`, which is not a file name in its folder"),
+            ));
+        } else if !names.iter().any(|n| dir.join(n).is_file()) {
+            let samples = shard.samples.map(|n| format!(", {n} samples")).unwrap_or_default();
+            missing.push((
+                name.to_string(),
+                format!("listed in index.json (shard {i}{samples}) but missing from the folder"),
+            ));
+        }
+    }
+    missing
+}
+
 /// Whether a directory search checks this shard: not a compressed one whose
 /// decompressed twin (as a reader's cache keeps it) lies beside it, which
 /// would count every sample twice.

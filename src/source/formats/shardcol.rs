@@ -375,6 +375,12 @@ type Cached = Arc<dyn Any + Send + Sync>;
 /// The `index.json` at `path` parsed by `parse`, once for all the files
 /// beside it (kept while its size and time are unchanged). `what` names
 /// the file that needs it, for the message when it is missing.
+/// Whether an index's file name names a file in the index's own folder
+/// (no separator, not `.` or `..`, not empty).
+pub(crate) fn plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
+}
+
 pub(crate) fn load_index<T: Any + Send + Sync>(
     path: &Path,
     what: &str,

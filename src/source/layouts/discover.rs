@@ -109,6 +109,16 @@ fn walk(dir: &Path, columns: &[String], files: &mut Vec<DataFile>, errors: &mut 
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
     for entry in walker {
         match entry {
+            // A dataset index: the files it lists that are not there.
+            Ok(e) if e.file_type().is_file() && e.file_name() == "index.json" => {
+                let d = e.path().parent().unwrap_or(dir);
+                errors.extend(crate::source::listed_but_missing(d).into_iter().map(|(path, message)| {
+                    Error::Discover {
+                        path: path.to_string_lossy().into_owned(),
+                        message,
+                    }
+                }));
+            }
             Ok(e)
                 if e.file_type().is_file()
                     && Format::from_path(e.path()).is_some_and(|f| f.searched(e.path(), columns)) =>
