@@ -806,3 +806,78 @@ fn shards_and_chunks_listed_but_missing_are_errors_naming_them() {
         "{text}"
     );
 }
+
+#[test]
+fn mds_index_hashes_are_verified_in_every_algorithm_streaming_names() {
+    let env = Env::new();
+    // Written by MDSWriter(hashes=["sha1", "xxh64"]): raw and zip digests.
+    copy_fixture(&env, "mds/tokens_i32_zstd", "zstd");
+    // Every algorithm of streaming's get_hashes(), computed as its
+    // get_hash does (hashlib / xxhash hexdigest), in an index of the raw
+    // shards; one unknown name.
+    copy_fixture(&env, "mds/tokens_i32_clean", "all");
+    env.python(
+        r#"
+import hashlib, xxhash
+algos = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512', 'sha3_224', 'sha3_256', 'sha3_384', 'sha3_512',
+         'blake2b', 'blake2s', 'xxh32', 'xxh64', 'xxh3_64', 'xxh3_128', 'xxh128']
+def get_hash(a, data):
+    return (getattr(hashlib, a) if hasattr(hashlib, a) else getattr(xxhash, a))(data).hexdigest()
+idx = json.load(open('all/index.json'))
+for s in idx['shards']:
+    data = open('all/' + s['raw_data']['basename'], 'rb').read()
+    s['hashes'] = algos + ['whirlpool']
+    s['raw_data']['hashes'] = {a: get_hash(a, data) for a in algos}
+    s['raw_data']['hashes']['whirlpool'] = '00'
+json.dump(idx, open('all/index.json', 'w'))
+"#,
+    );
+    env.write("s.yaml", "columns:\n  tokens: {kind: index, size: 100000}\n");
+    let r = env.check_json(&["-s", "s.yaml", "zstd", "all"], 0);
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("all/shard.00000.mds: index.json lists a `whirlpool` hash, an algorithm preflight does not know: not verified"),
+        "{warnings}"
+    );
+    // One byte changed in place (same size): each file's own error, the
+    // algorithm named; the other shards still pass.
+    let flip = |rel: &str, at: usize| {
+        let p = env.path(rel);
+        let mut b = std::fs::read(&p).expect("read");
+        let at = b.len() - at;
+        b[at] ^= 1;
+        std::fs::write(&p, b).expect("write");
+    };
+    flip("all/shard.00001.mds", 1);
+    flip("zstd/shard.00002.mds.zstd", 5);
+    let r = env.check_json(&["-s", "s.yaml", "zstd", "all"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "all/shard.00001.mds");
+    let m = errors[0]["message"].as_str().expect("message");
+    // (the first listed, by name)
+    assert!(
+        m.starts_with("blake2b of the file is ") && m.contains("index.json's raw_data says"),
+        "{m}"
+    );
+    assert_eq!(errors[1]["file"], "zstd/shard.00002.mds.zstd");
+    let m = errors[1]["message"].as_str().expect("message");
+    assert!(
+        m.starts_with("sha1 of the file is ") && m.contains("index.json's zip_data says"),
+        "{m}"
+    );
+    // A decompressed twin (a reader's cache) is checked against raw_data.
+    env.python(
+        r#"
+import zstandard
+open('zstd/shard.00000.mds', 'wb').write(zstandard.ZstdDecompressor().decompress(open('zstd/shard.00000.mds.zstd', 'rb').read()))
+"#,
+    );
+    flip("zstd/shard.00000.mds", 1);
+    let r = env.check_json(&["-s", "s.yaml", "zstd/shard.00000.mds"], 2);
+    let m = r["errors"][0]["message"].as_str().expect("message");
+    assert!(
+        m.starts_with("sha1 of the file is ") && m.contains("raw_data says"),
+        "{m}"
+    );
+}

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 use serde::Deserialize;
 
+use super::mdshash;
 use super::shardcol::{self, BATCH_BYTES, Col, Elem};
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
@@ -150,6 +151,9 @@ struct RawIndex {
 struct RawFile {
     basename: String,
     bytes: u64,
+    /// Algorithm -> hex digest (`MDSWriter(hashes=...)`), checked on read.
+    #[serde(default)]
+    hashes: mdshash::Hashes,
 }
 
 /// One `shards` entry, every field checked when a shard is opened.
@@ -307,6 +311,12 @@ pub struct MdsSource {
     raw_bytes: u64,
     /// How the file on disk is compressed (and its size), if it is.
     codec: Option<(Codec, u64)>,
+    /// The hashes `index.json` lists for the raw shard and for the
+    /// compressed file (when that is the file read).
+    raw_hashes: mdshash::Hashes,
+    zip_hashes: mdshash::Hashes,
+    /// Hashes listed in an algorithm preflight does not know.
+    notes: Vec<String>,
 }
 
 /// The shard's bytes, mapped or decompressed.
@@ -422,7 +432,22 @@ impl MdsSource {
             None
         };
         let dtypes = columns.iter().map(|c| dtype_of(c)).collect();
+        let zip_hashes = match (&codec, &entry.zip_data) {
+            (Some(_), Some(z)) => z.hashes.clone(),
+            _ => mdshash::Hashes::new(),
+        };
+        let mut unknown: Vec<&str> = mdshash::unknown(&raw.hashes);
+        unknown.extend(mdshash::unknown(&zip_hashes));
+        unknown.sort_unstable();
+        unknown.dedup();
+        let notes = unknown
+            .iter()
+            .map(|a| format!("index.json lists a `{a}` hash, an algorithm preflight does not know: not verified"))
+            .collect();
         Ok(MdsSource {
+            raw_hashes: raw.hashes.clone(),
+            zip_hashes,
+            notes,
             path: path.to_path_buf(),
             columns,
             encodings,
@@ -666,6 +691,10 @@ impl Source for MdsSource {
         1
     }
 
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+
     fn read(
         &self,
         unit: usize,
@@ -688,7 +717,18 @@ impl Source for MdsSource {
         }
         let nvar = self.sizes.iter().filter(|s| s.is_none()).count();
 
+        // The file is the one the index describes, before a byte of it is
+        // decoded: its hashes (the compressed file's and the shard's).
+        if self.codec.is_some() {
+            mdshash::verify_file(&self.path, &self.zip_hashes, "zip_data")?;
+        }
         let data = self.data()?;
+        let what = if self.codec.is_some() {
+            "the decompressed shard"
+        } else {
+            "the file"
+        };
+        mdshash::verify_bytes(&data, &self.raw_hashes, what, "raw_data")?;
         let off = offsets(&data, self.samples)?;
         self.check_config(&data[4 + 4 * off.len()..off[0] as usize])?;
         let n = off.len() - 1;

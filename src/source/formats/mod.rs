@@ -6,6 +6,7 @@ pub mod ipc;
 pub mod jsonl;
 pub mod litdata;
 pub mod mds;
+mod mdshash;
 pub mod megatron;
 pub mod npy;
 pub mod parquet;
