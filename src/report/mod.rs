@@ -545,6 +545,9 @@ impl Report {
             if let Some(w) = hint::capacity_warning(&schema.columns[col], rule, &t.evidence) {
                 warnings.push(w);
             }
+            if let Some(w) = hint::pixel_warning(&schema.columns[col], rule, &t.evidence) {
+                warnings.push(w);
+            }
         }
         let checks = plan
             .iter()
