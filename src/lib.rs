@@ -43,6 +43,7 @@ pub mod cli;
 pub mod error;
 pub mod filter;
 pub mod init;
+mod pixels;
 pub mod progress;
 pub mod report;
 pub mod scan;

@@ -332,11 +332,28 @@ fn check_unit(
         .collect();
     let result = source::guarded(|| {
         o.source.read_shapes(unit, &projection, &shapes, &mut |batch| {
-            let columns: Vec<Option<ArrayRef>> = positions
+            let mut columns: Vec<Option<ArrayRef>> = positions
                 .iter()
                 .map(|p| p.map(|p| batch.batch.column(p).clone()))
                 .collect();
             let rows = batch.batch.num_rows();
+            // Encoded images are decoded and checked here, row by row.
+            let undecoded = crate::pixels::check_batch(
+                validator,
+                &batch.batch,
+                &positions,
+                &mut columns,
+                fi,
+                batch.first_row,
+                &mut tally,
+            );
+            for (row, whole_file, message) in undecoded {
+                let e = source::ReadError::new(message);
+                errors.push(Error::Read {
+                    path: file.display.clone(),
+                    source: if whole_file { e } else { e.at(format!("row {row}")) },
+                });
+            }
             for e in validator.check_columns_shaped(&columns, &shaped, rows, fi, batch.first_row, &mut tally) {
                 let err = Error::ColumnType {
                     path: file.display.clone(),

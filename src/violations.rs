@@ -254,6 +254,8 @@ struct Record<'a> {
     rule: &'static str,
     value: &'a Value,
     spot: Spot,
+    /// A pixel column's: JSON Lines says `x` and `y` for the positions.
+    pixel: bool,
 }
 
 impl Record<'_> {
@@ -302,10 +304,14 @@ fn write_to(
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     names.sort();
-    let checks: Vec<(&str, &'static str)> = validator
+    let checks: Vec<(&str, &'static str, bool)> = validator
         .plan()
         .iter()
-        .map(|(ci, rule)| (validator.schema().columns[*ci].name.as_str(), rule.name()))
+        .map(|(ci, rule)| {
+            let spec = &validator.schema().columns[*ci];
+            let pixel = spec.pixels.is_some() || spec.name == crate::source::formats::image::PIXELS;
+            (spec.name.as_str(), rule.name(), pixel)
+        })
         .collect();
     let file = File::create(tmp).map_err(|e| fail(&e))?;
     let mut sink = Sink::new(format, file).map_err(|e| fail(&e))?;
@@ -320,7 +326,7 @@ fn write_to(
         let shown = files.get(fi).map(String::as_str).unwrap_or_default();
         let mut input = BufReader::with_capacity(1 << 20, File::open(&spill_file).map_err(|e| fail(&e))?);
         while let Some((check, spot, value)) = decode(&mut input).map_err(|e| fail(&e))? {
-            let (column, rule) = checks.get(check).copied().unwrap_or(("?", "?"));
+            let (column, rule, pixel) = checks.get(check).copied().unwrap_or(("?", "?", false));
             sink.push(&Record {
                 file: shown,
                 row: spot.row,
@@ -328,6 +334,7 @@ fn write_to(
                 rule,
                 value: &value,
                 spot,
+                pixel,
             })
             .map_err(|e| fail(&e))?;
             n += 1;
@@ -349,6 +356,10 @@ struct Line<'a> {
     position: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     outer_position: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    x: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    y: Option<u64>,
 }
 
 /// The output, in one of the three formats.
@@ -418,8 +429,10 @@ impl Sink {
                     column: r.column,
                     rule: r.rule,
                     value: r.value.to_json(),
-                    position: r.spot.pos,
-                    outer_position: r.spot.parent,
+                    position: r.spot.pos.filter(|_| !r.pixel),
+                    outer_position: r.spot.parent.filter(|_| !r.pixel),
+                    x: r.spot.pos.filter(|_| r.pixel),
+                    y: r.spot.parent.filter(|_| r.pixel),
                 };
                 serde_json::to_writer(&mut *w, &line).map_err(|e| e.to_string())?;
                 w.write_all(b"\n").map_err(|e| e.to_string())

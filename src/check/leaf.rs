@@ -455,6 +455,7 @@ where
                 file: at.file,
                 row: spot.row,
                 value: Value::Int(w),
+                xy: spot.xy(),
             });
         }
         if let Some(log) = tally.log.as_mut() {

@@ -301,6 +301,11 @@ impl Validator {
         &self.plan
     }
 
+    /// Schema column `ci`'s compiled rules.
+    pub(crate) fn column_check(&self, ci: usize) -> &ColumnCheck {
+        &self.columns[ci]
+    }
+
     /// Examples kept per check.
     pub fn max_examples(&self) -> usize {
         self.max_examples

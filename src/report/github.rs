@@ -11,12 +11,13 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     for c in report.checks.iter().filter(|c| c.violations > 0) {
         let title = format!("preflight: column {} ({})", c.column, c.rule.name());
-        for (file, row, value) in &c.examples {
+        for (file, row, value, xy) in &c.examples {
             let _ = writeln!(
                 out,
-                "::error file={},title={}::row {row}: {} violates {}",
+                "::error file={},title={}::row {row}{}: {} violates {}",
                 property(file),
                 property(&title),
+                data(&super::at_pixel(xy)),
                 data(&value.to_string()),
                 data(&c.bound)
             );

@@ -5,12 +5,83 @@
 use super::CheckTally;
 use crate::schema::{ColumnSpec, Rule, ValueRule};
 
+/// What a mask column's images show, most specific cause first.
+fn pixel_hint(spec: &ColumnSpec, t: &CheckTally) -> Option<String> {
+    let e = &t.evidence;
+    let p = &e.pixels;
+    let masks = |n: u64| super::plural(n, "mask", "masks");
+    if p.palette_luminance > 0 {
+        return Some(format!(
+            "{} are palette images read with decode: luminance: the values are the luminance of each palette colour (VOC's class 1 becomes 38, class 15 becomes 147), not class indices. detectron2's read_image(f, \"L\") and cv2.IMREAD_GRAYSCALE read them so; read palette masks with np.array(Image.open(f)) (decode: raw)",
+            masks(p.palette_luminance)
+        ));
+    }
+    if p.lossy > 0 {
+        return Some(format!(
+            "{} are JPEG/WebP: lossy compression invents values around class boundaries; export the masks as PNG",
+            masks(p.lossy)
+        ));
+    }
+    if p.wide16 > 0 {
+        return Some(format!(
+            "{} are 16-bit with values above 255: an 8-bit loader wraps or clamps them (mmsegmentation's .astype(np.uint8) turns 300 into 44; convert(\"L\") clamps to 255); remap the classes or check the bound",
+            masks(p.wide16)
+        ));
+    }
+    let ValueRule::Class { num_classes: n, ignore_index } = &spec.values else {
+        return None;
+    };
+    if *n == 19
+        && let (Some(lo), Some(hi)) = (e.bad_min, e.bad_max)
+        && lo >= 19
+        && hi <= 33
+    {
+        return Some(format!(
+            "values {lo}..={hi} against 19 classes: Cityscapes labelIds (0..33) instead of trainIds (0..18, 255); use the *_labelTrainIds.png masks (cityscapesscripts' createTrainIdLabelImgs)"
+        ));
+    }
+    if p.binary_255 > 0 && *n == 2 && *ignore_index != Some(255) {
+        return Some(format!(
+            "{} hold only 0 and 255: a binary mask saved as 0/255; divide by 255 (mask // 255) to get classes 0 and 1",
+            masks(p.binary_255)
+        ));
+    }
+    if p.located > 0 && p.boundary * 2 >= p.located {
+        return Some(format!(
+            "{} of {} bad pixels sit between two different classes: masks resized with bilinear/bicubic interpolation gain in-between values; resize masks with NEAREST",
+            p.boundary, p.located
+        ));
+    }
+    None
+}
+
+/// A warning about a mask column that holds even without violations: 0/255
+/// binary masks whose 255 the loss ignores.
+pub fn pixel_warning(spec: &ColumnSpec, rule: Rule, e: &super::Evidence) -> Option<String> {
+    let ValueRule::Class { num_classes: 2, ignore_index: Some(255) } = spec.values else {
+        return None;
+    };
+    (rule == Rule::Class && e.pixels.binary_255 > 0).then(|| {
+        format!(
+            "column `{}`: {} hold only 0 and 255 with ignore_index 255: nothing crashes, but the loss silently ignores every foreground pixel; divide the masks by 255",
+            spec.name,
+            super::plural(e.pixels.binary_255, "mask", "masks")
+        )
+    })
+}
+
 /// A likely cause of a check's violations, when the data shows one.
 pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
     if t.violations == 0 {
         return None;
     }
     let e = &t.evidence;
+    if rule == spec.values.rule()
+        && e.pixels.images > 0
+        && let Some(h) = pixel_hint(spec, t)
+    {
+        return Some(h);
+    }
     match (rule, &spec.values) {
         (Rule::Class, ValueRule::Class { num_classes: n, ignore_index }) => {
             if e.saw_255 && *n <= 255 && *ignore_index != Some(255) {

@@ -15,12 +15,15 @@ pub fn render(report: &Report, elapsed: Option<Duration>) -> String {
         for (k, from) in &c.sources {
             let _ = writeln!(out, "  = {k} from {from}");
         }
-        for (file, row, value) in &c.examples {
-            let _ = writeln!(out, "  --> {file}:{row}: {value}");
+        for (file, row, value, xy) in &c.examples {
+            let _ = writeln!(out, "  --> {file}:{row}{}: {value}", super::at_pixel(xy));
         }
         let more = c.violations.saturating_sub(c.examples.len() as u64);
         if more > 0 {
             let _ = writeln!(out, "  ... and {more} more");
+        }
+        if let Some(line) = c.pixel_counts.as_deref().and_then(super::pixel_counts_line) {
+            let _ = writeln!(out, "  = pixels per bad value: {line}");
         }
         if let Some(h) = &c.hint {
             let _ = writeln!(out, "  hint: {h}");

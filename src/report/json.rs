@@ -31,12 +31,24 @@ struct Check<'a> {
     sources: Vec<Source<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     hint: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pixel_counts: Option<Vec<PixelCount>>,
+}
+
+#[derive(Serialize)]
+struct PixelCount {
+    value: serde_json::Value,
+    pixels: u64,
 }
 
 #[derive(Serialize)]
 struct Example<'a> {
     file: &'a str,
     row: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    x: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    y: Option<u64>,
     value: serde_json::Value,
 }
 
@@ -69,15 +81,26 @@ pub fn render_with(report: &Report, partial: Option<serde_json::Value>) -> Strin
                 examples: c
                     .examples
                     .iter()
-                    .map(|(file, row, value)| Example {
+                    .map(|(file, row, value, xy)| Example {
                         file,
                         row: *row,
+                        x: xy.map(|p| p.0),
+                        y: xy.map(|p| p.1),
                         value: value.to_json(),
                     })
                     .collect(),
                 bound: &c.bound,
                 sources: c.sources.iter().map(|(k, f)| Source { key: k, from: f }).collect(),
                 hint: c.hint.as_deref(),
+                pixel_counts: c.pixel_counts.as_ref().map(|counts| {
+                    counts
+                        .iter()
+                        .map(|(v, n)| PixelCount {
+                            value: v.to_json(),
+                            pixels: *n,
+                        })
+                        .collect()
+                }),
             })
             .collect(),
         errors: &report.errors,

@@ -35,8 +35,8 @@ pub fn render(report: &Report) -> String {
             continue;
         }
         let mut body = String::new();
-        for (file, row, value) in &c.examples {
-            let _ = writeln!(body, "{file}:{row}: {value}");
+        for (file, row, value, xy) in &c.examples {
+            let _ = writeln!(body, "{file}:{row}{}: {value}", super::at_pixel(xy));
         }
         let more = c.violations.saturating_sub(c.examples.len() as u64);
         if more > 0 {

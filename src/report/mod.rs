@@ -77,6 +77,16 @@ pub struct Example {
     pub row: u64,
     /// The value (the row's length for a length rule).
     pub value: Value,
+    /// For an element of a list of lists (an image's pixel rows): its index
+    /// in its innermost list and that list's index, i.e. a pixel's (x, y).
+    pub xy: Option<(u64, u64)>,
+}
+
+impl Spot {
+    /// (pos, parent) when both are known: a pixel's (x, y).
+    pub fn xy(&self) -> Option<(u64, u64)> {
+        self.pos.zip(self.parent)
+    }
 }
 
 /// Where a value sits in its file: its row and, for a list element, its
@@ -139,6 +149,104 @@ pub struct Evidence {
     /// The largest value the narrowest integer type the column was stored
     /// in can hold (uint16: 65535), for the dtype-capacity warning.
     pub capacity: Option<i128>,
+    /// What decoded images showed (pixel columns only).
+    pub pixels: PixelEvidence,
+}
+
+/// Bad values whose pixel counts a check keeps: the smallest ones.
+pub const PIXEL_COUNTS: usize = 16;
+
+/// What the images of a pixel column showed: per bad value its pixel
+/// count, and what the hints need.
+///
+/// `counts` keeps the [`PIXEL_COUNTS`] smallest distinct bad values (in
+/// [`value_order`]) with exact counts. That merges exactly: a value among
+/// the smallest of the whole run is among the smallest of every part that
+/// holds it, so each part kept its full count.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PixelEvidence {
+    /// Images decoded.
+    pub images: u64,
+    /// Of them, JPEG or WebP.
+    pub lossy: u64,
+    /// Palette images read with `decode: luminance`.
+    pub palette_luminance: u64,
+    /// Images holding exactly the values 0 and 255.
+    pub binary_255: u64,
+    /// 16-bit images holding values above 255.
+    pub wide16: u64,
+    /// Bad pixels between two different good neighbours (left/right or
+    /// above/below): interpolation's signature.
+    pub boundary: u64,
+    /// Bad pixels whose neighbours were looked at.
+    pub located: u64,
+    /// (bad value, pixels), in [`value_order`].
+    pub counts: Vec<(Value, u64)>,
+}
+
+/// The order of bad values in pixel counts: numbers by value (integers
+/// before floats of equal value), then strings.
+pub fn value_order(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Null => 0,
+            Value::Int(_) | Value::Float(_) => 1,
+            Value::Str(_) => 2,
+        }
+    }
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
+        (Value::Int(x), Value::Float(y)) => crate::schema::cmp_int_float(*x, *y).unwrap_or(Ordering::Less),
+        (Value::Float(x), Value::Int(y)) => crate::schema::cmp_int_float(*y, *x)
+            .map(Ordering::reverse)
+            .unwrap_or(Ordering::Greater),
+        (Value::Str(x), Value::Str(y)) => x.cmp(y),
+        _ => rank(a).cmp(&rank(b)),
+    }
+    .then_with(|| rank(a).cmp(&rank(b)))
+}
+
+impl PixelEvidence {
+    /// Adds pixel counts of bad values, keeping the smallest.
+    pub fn count(&mut self, more: impl IntoIterator<Item = (Value, u64)>) {
+        let mut all = std::mem::take(&mut self.counts);
+        all.extend(more);
+        all.sort_by(|a, b| value_order(&a.0, &b.0));
+        let mut out: Vec<(Value, u64)> = Vec::with_capacity(all.len().min(PIXEL_COUNTS));
+        for (v, n) in all {
+            match out.last_mut() {
+                Some((w, m))
+                    if value_order(w, &v).is_eq()
+                        && matches!(
+                            (&*w, &v),
+                            (Value::Float(_), Value::Float(_))
+                                | (Value::Int(_), Value::Int(_))
+                                | (Value::Str(_), Value::Str(_))
+                        ) =>
+                {
+                    *m += n
+                }
+                _ => out.push((v, n)),
+            }
+        }
+        out.truncate(PIXEL_COUNTS);
+        self.counts = out;
+    }
+
+    fn merge(&mut self, o: &PixelEvidence) {
+        self.images += o.images;
+        self.lossy += o.lossy;
+        self.palette_luminance += o.palette_luminance;
+        self.binary_255 += o.binary_255;
+        self.wide16 += o.wide16;
+        self.boundary += o.boundary;
+        self.located += o.located;
+        if !o.counts.is_empty() {
+            self.count(o.counts.iter().cloned());
+        }
+    }
 }
 
 impl Evidence {
@@ -188,6 +296,7 @@ impl Evidence {
         self.bad_wide[0] += o.bad_wide[0];
         self.bad_wide[1] += o.bad_wide[1];
         self.capacity = pick(self.capacity, o.capacity, i128::min);
+        self.pixels.merge(&o.pixels);
     }
 }
 
@@ -270,6 +379,7 @@ impl Tally {
                 file,
                 row: spot.row,
                 value,
+                xy: spot.xy(),
             });
         }
     }
@@ -308,8 +418,11 @@ pub struct CheckReport {
     pub rule: Rule,
     /// Offending values (value rules) or rows (length rules).
     pub violations: u64,
-    /// First examples, as (file path, row, value).
-    pub examples: Vec<(String, u64, Value)>,
+    /// First examples, as (file path, row, value, a pixel's (x, y)).
+    pub examples: Vec<(String, u64, Value, Option<(u64, u64)>)>,
+    /// A pixel column's value check: the pixels of each bad value (the
+    /// smallest [`PIXEL_COUNTS`] values).
+    pub pixel_counts: Option<Vec<(Value, u64)>>,
     /// The rule's bound in words, e.g. `0 <= v < 10, or v == -100`.
     pub bound: String,
     /// Where referenced bounds came from.
@@ -329,6 +442,24 @@ impl CheckReport {
         let verb = if self.violations == 1 { "violates" } else { "violate" };
         format!("{unit} {verb} {}", self.bound)
     }
+}
+
+/// ` (x=3, y=7)` for a pixel, nothing otherwise: how the text reports place
+/// a pixel after its row.
+pub(crate) fn at_pixel(xy: &Option<(u64, u64)>) -> String {
+    xy.map(|(x, y)| format!(" (x={x}, y={y})")).unwrap_or_default()
+}
+
+/// A pixel column's counts in one line: `255: 1200 pixels, 38: 12 pixels`.
+pub(crate) fn pixel_counts_line(counts: &[(Value, u64)]) -> Option<String> {
+    if counts.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(v, n)| format!("{v}: {}", plural(*n, "pixel", "pixels")))
+        .collect();
+    Some(parts.join(", "))
 }
 
 /// `n` with the noun's singular or plural form.
@@ -419,6 +550,9 @@ impl Report {
             if let Some(w) = hint::capacity_warning(&schema.columns[col], rule, &t.evidence) {
                 warnings.push(w);
             }
+            if let Some(w) = hint::pixel_warning(&schema.columns[col], rule, &t.evidence) {
+                warnings.push(w);
+            }
         }
         let checks = plan
             .iter()
@@ -426,6 +560,8 @@ impl Report {
             .map(|(&(col, rule), t)| {
                 let spec = &schema.columns[col];
                 let hint = hint::hint(spec, rule, &t);
+                let pixel = spec.pixels.is_some() || spec.name == crate::source::formats::image::PIXELS;
+                let pixel_counts = (pixel && rule == spec.values.rule()).then(|| t.evidence.pixels.counts.clone());
                 CheckReport {
                     column: spec.name.clone(),
                     rule,
@@ -433,8 +569,12 @@ impl Report {
                     examples: t
                         .examples
                         .into_iter()
-                        .map(|e| (files.get(e.file).cloned().unwrap_or_default(), e.row, e.value))
+                        .map(|e| {
+                            let xy = if pixel { e.xy } else { None };
+                            (files.get(e.file).cloned().unwrap_or_default(), e.row, e.value, xy)
+                        })
                         .collect(),
+                    pixel_counts,
                     bound: describe_bound(schema, col, rule),
                     sources: spec.bound_sources.clone(),
                     hint,

@@ -10,7 +10,7 @@
 use serde::Deserialize;
 use serde_json::{Value as J, json};
 
-use super::{CheckTally, ErrorEntry, Evidence, Example, Report, Tally, Value};
+use super::{CheckTally, ErrorEntry, Evidence, Example, PixelEvidence, Report, Tally, Value};
 use crate::Validator;
 use crate::schema::Schema;
 
@@ -189,7 +189,10 @@ impl Partial {
             .map(|c| {
                 json!({
                     "violations": c.violations,
-                    "examples": c.examples.iter().map(|e| json!([e.file, e.row, typed(&e.value)])).collect::<Vec<_>>(),
+                    "examples": c.examples.iter().map(|e| match e.xy {
+                        None => json!([e.file, e.row, typed(&e.value)]),
+                        Some((x, y)) => json!([e.file, e.row, typed(&e.value), x, y]),
+                    }).collect::<Vec<_>>(),
                     "evidence": evidence_json(&c.evidence),
                 })
             })
@@ -252,7 +255,11 @@ impl Partial {
         let mut checks = Vec::with_capacity(raw.checks.len());
         for c in raw.checks {
             let mut examples = Vec::with_capacity(c.examples.len());
-            for (file, row, value) in c.examples {
+            for e in c.examples {
+                let (file, row, value, xy) = match e {
+                    RawExample::Plain(f, r, v) => (f, r, v, None),
+                    RawExample::At(f, r, v, x, y) => (f, r, v, Some((x, y))),
+                };
                 if file >= files.len() {
                     return Err("an example names no file".into());
                 }
@@ -260,6 +267,7 @@ impl Partial {
                     file,
                     row,
                     value: untyped(&value)?,
+                    xy,
                 });
             }
             checks.push(CheckTally {
@@ -314,8 +322,16 @@ struct RawPartial {
 #[derive(Deserialize)]
 struct RawCheck {
     violations: u64,
-    examples: Vec<(usize, u64, J)>,
+    examples: Vec<RawExample>,
     evidence: J,
+}
+
+/// An example: (file, row, value), with (x, y) for a pixel.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawExample {
+    Plain(usize, u64, J),
+    At(usize, u64, J, u64, u64),
 }
 
 /// Errors in (file, unit, message) order (no file first), each said once
@@ -335,7 +351,9 @@ fn merge_first(left: Vec<Example>, right: impl IntoIterator<Item = Example>, kee
     let mut r = right.into_iter().peekable();
     while out.len() < keep {
         let take_left = match (l.peek(), r.peek()) {
-            (Some(a), Some(b)) => (a.file, a.row) <= (b.file, b.row),
+            (Some(a), Some(b)) => {
+                (a.file, a.row, a.xy.map(|(x, y)| (y, x))) <= (b.file, b.row, b.xy.map(|(x, y)| (y, x)))
+            }
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => break,
@@ -380,14 +398,47 @@ fn untyped(v: &J) -> Result<Value, String> {
 
 fn evidence_json(e: &Evidence) -> J {
     let int = |v: Option<i128>| v.map(|i| J::String(i.to_string())).unwrap_or(J::Null);
-    json!({
+    let mut doc = json!({
         "bad_min": int(e.bad_min),
         "bad_max": int(e.bad_max),
         "min": int(e.min),
         "saw": [e.saw_minus_one, e.saw_minus_100, e.saw_255, e.saw_fraction],
         "bad_wide": e.bad_wide,
         "capacity": int(e.capacity),
-    })
+    });
+    if e.pixels != PixelEvidence::default() {
+        let p = &e.pixels;
+        doc["pixels"] = json!({
+            "counts": p.counts.iter().map(|(v, n)| json!([typed(v), n])).collect::<Vec<_>>(),
+            "images": [p.images, p.lossy, p.palette_luminance, p.binary_255, p.wide16, p.boundary, p.located],
+        });
+    }
+    doc
+}
+
+fn pixels_from(v: &J) -> Result<PixelEvidence, String> {
+    if v.is_null() {
+        return Ok(PixelEvidence::default());
+    }
+    let bad = || "evidence pixels is malformed".to_string();
+    let n: [u64; 7] = serde_json::from_value(v["images"].clone()).map_err(|_| bad())?;
+    let mut counts = Vec::new();
+    for c in v["counts"].as_array().ok_or_else(bad)? {
+        let pair = c.as_array().filter(|p| p.len() == 2).ok_or_else(bad)?;
+        counts.push((untyped(&pair[0])?, pair[1].as_u64().ok_or_else(bad)?));
+    }
+    let mut p = PixelEvidence {
+        images: n[0],
+        lossy: n[1],
+        palette_luminance: n[2],
+        binary_255: n[3],
+        wide16: n[4],
+        boundary: n[5],
+        located: n[6],
+        counts: Vec::new(),
+    };
+    p.count(counts);
+    Ok(p)
 }
 
 fn evidence_from(v: &J) -> Result<Evidence, String> {
@@ -415,6 +466,7 @@ fn evidence_from(v: &J) -> Result<Evidence, String> {
             w => serde_json::from_value(w.clone()).map_err(|e| format!("evidence bad_wide: {e}"))?,
         },
         capacity: int("capacity")?,
+        pixels: pixels_from(&v["pixels"])?,
     })
 }
 

@@ -220,6 +220,58 @@ pub struct ColumnSpec {
     /// runs of tokens between two of them, the length rules judge
     /// documents, and empty documents are reported (`empty_document`).
     pub eod_id: Option<i128>,
+    /// How the column's encoded images become pixel values (`decode`,
+    /// `reduce_zero_label`, `colors`); `None` when the schema sets none of
+    /// them (image files are then read raw).
+    pub pixels: Option<PixelSpec>,
+}
+
+/// How a loader reads a mask image into class indices (SPEC "Images").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PixelSpec {
+    /// `decode:` raw (`numpy.array(Image.open(f))`) or luminance (`.convert("L")`).
+    pub decode: Decode,
+    /// mmsegmentation's `reduce_zero_label`: 0 -> 255, v -> v - 1, 255 stays.
+    pub reduce_zero_label: bool,
+    /// `colors:` RGB colour -> class (CamVid-style colour masks), as written.
+    pub colors: Vec<([u8; 3], i128)>,
+}
+
+/// The reading of `decode:`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Decode {
+    /// The values `numpy.array(PIL.Image.open(f))` gives.
+    #[default]
+    Raw,
+    /// The values of `PIL.Image.open(f).convert("L")`.
+    Luminance,
+}
+
+impl Decode {
+    /// The schema's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decode::Raw => "raw",
+            Decode::Luminance => "luminance",
+        }
+    }
+}
+
+/// Reads a colour key of `colors:`: "R,G,B" (spaces allowed, also in
+/// parentheses) or "#rrggbb".
+pub fn parse_color(key: &str) -> Option<[u8; 3]> {
+    let k = key.trim();
+    if let Some(hex) = k.strip_prefix('#') {
+        if hex.len() != 6 || !hex.is_ascii() {
+            return None;
+        }
+        let byte = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).ok();
+        return Some([byte(0)?, byte(2)?, byte(4)?]);
+    }
+    let k = k.strip_prefix('(').and_then(|k| k.strip_suffix(')')).unwrap_or(k);
+    let mut parts = k.split(',').map(|p| p.trim().parse::<u8>().ok());
+    let rgb = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(rgb)
 }
 
 /// The `dtype:` names a schema column accepts (NumPy's, little-endian).
@@ -645,6 +697,7 @@ fn validate_column(
             ));
         }
     };
+    let pixels = pixel_spec(col, &values).map_err(|(key, m)| err(key, m))?;
     Ok(ColumnSpec {
         name: name.to_string(),
         values,
@@ -658,7 +711,75 @@ fn validate_column(
         tokenizer_size,
         dtype,
         eod_id,
+        pixels,
     })
+}
+
+/// The column's image reading, if it sets any of its keys.
+fn pixel_spec(col: &RawColumn, values: &ValueRule) -> Result<Option<PixelSpec>, (&'static str, String)> {
+    if col.decode.is_none() && col.reduce_zero_label.is_none() && col.colors.is_none() {
+        return Ok(None);
+    }
+    let decode = match col.decode.as_deref() {
+        None | Some("raw") => Decode::Raw,
+        Some("luminance") => Decode::Luminance,
+        Some(d) => {
+            return Err((
+                "decode",
+                format!(
+                    "`{d}` is not a decoding preflight knows (raw: numpy.array(Image.open(f)); luminance: .convert(\"L\"))"
+                ),
+            ));
+        }
+    };
+    let reduce_zero_label = col.reduce_zero_label.unwrap_or(false);
+    let mut colors = Vec::new();
+    for (key, class) in col.colors.iter().flatten() {
+        let rgb = parse_color(key).ok_or_else(|| {
+            (
+                "colors",
+                format!("`{key}` is not a colour: write \"R,G,B\" (0-255 each) or \"#rrggbb\""),
+            )
+        })?;
+        let class = class.as_whole().ok_or_else(|| {
+            (
+                "colors",
+                format!("colour `{key}` maps to {class}, which is not a whole number"),
+            )
+        })?;
+        if colors.iter().any(|(c, _)| *c == rgb) {
+            return Err(("colors", format!("colour `{key}` is mapped twice")));
+        }
+        colors.push((rgb, class));
+    }
+    if col.colors.is_some() {
+        if colors.is_empty() {
+            return Err(("colors", "the colour map is empty: no pixel could pass".into()));
+        }
+        if reduce_zero_label {
+            return Err((
+                "reduce_zero_label",
+                "a colour map gives classes directly: map the colours to the reduced classes instead".into(),
+            ));
+        }
+        if col.decode.as_deref() == Some("luminance") {
+            return Err((
+                "colors",
+                "a colour map reads colours: it cannot be combined with decode: luminance".into(),
+            ));
+        }
+    }
+    if matches!(values, ValueRule::ClassNames { .. }) {
+        return Err((
+            "decode",
+            "pixels are numbers: a class column of pixels needs num_classes".into(),
+        ));
+    }
+    Ok(Some(PixelSpec {
+        decode,
+        reduce_zero_label,
+        colors,
+    }))
 }
 
 impl Schema {
@@ -758,6 +879,18 @@ impl Schema {
             }
             if let Some(e) = c.eod_id {
                 let _ = writeln!(out, "    eod_id: {e}");
+            }
+            if let Some(p) = &c.pixels {
+                let _ = writeln!(out, "    decode: {}", p.decode.name());
+                if p.reduce_zero_label {
+                    out.push_str("    reduce_zero_label: true\n");
+                }
+                if !p.colors.is_empty() {
+                    out.push_str("    colors:\n");
+                    for ([r, g, b], class) in &p.colors {
+                        let _ = writeln!(out, "      \"{r},{g},{b}\": {class}");
+                    }
+                }
             }
         }
         out

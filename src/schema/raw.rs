@@ -89,6 +89,30 @@ pub(crate) struct RawColumn {
     pub nullable: Option<bool>,
     pub optional: Option<bool>,
     pub dtype: Option<String>,
+    pub decode: Option<String>,
+    pub reduce_zero_label: Option<bool>,
+    #[serde(default, deserialize_with = "ordered_map")]
+    pub colors: Option<Vec<(String, Number)>>,
+}
+
+/// `colors:` keeps the order it was written in (messages and the resolved
+/// schema follow it).
+fn ordered_map<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<(String, Number)>>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<Vec<(String, Number)>>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a mapping from colour (\"R,G,B\" or \"#rrggbb\") to class")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                out.push((k, map.next_value::<Number>()?));
+            }
+            Ok(Some(out))
+        }
+    }
+    d.deserialize_map(V)
 }
 
 /// Distinguishes a key written as `null` (`Some(None)`) from an absent key.

@@ -192,6 +192,10 @@ pub enum Format {
     /// (`dtype:` from the schema). Searched for only when the schema has a
     /// `tokens` column.
     TokenBin,
+    /// An image (`.png`, `.tif`, `.bmp`, `.jpg`, `.webp`): a segmentation
+    /// mask, one row with column `pixels`. Searched for only when the
+    /// schema has a `pixels` column.
+    Image,
 }
 
 impl Format {
@@ -206,6 +210,7 @@ impl Format {
                     && !path.parent().is_some_and(|d| d.join("index.json").is_file())
             }
             Format::Mds => formats::mds::searched(path),
+            Format::Image => columns.iter().any(|c| c == formats::image::PIXELS),
             _ => true,
         }
     }
@@ -234,6 +239,7 @@ impl Format {
             "npy" => Some(Format::Npy),
             "npz" => Some(Format::Npz),
             "bin" => Some(Format::TokenBin),
+            e if formats::image::is_image_name(e) => Some(Format::Image),
             _ => None,
         }
     }
@@ -348,6 +354,7 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             hints.dtype(formats::tokenbin::TOKENS),
             hints.eod(formats::tokenbin::TOKENS),
         ),
+        Some(Format::Image) => Ok(Box::new(formats::image::ImageSource::open(path)?)),
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),

@@ -2,6 +2,7 @@
 //! turning a file's bytes into Arrow batches behind [`crate::source::Source`].
 
 pub mod csv;
+pub mod image;
 pub mod ipc;
 pub mod jsonl;
 pub mod litdata;

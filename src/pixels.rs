@@ -1,0 +1,442 @@
+//! The pixel transform: encoded images (an image file's bytes, or a
+//! table's binary / `{bytes: ...}` column whose schema column sets
+//! `decode`) become arrays of class values for the check kernels, read the
+//! way the column's loader reads them (SPEC "Images").
+//!
+//! It sits between the sources and the kernels: the kernels only ever see
+//! an Arrow array, one per image: a one-row list of pixel rows
+//! (`List<FixedSizeList<T, width>>`), so a value's list position and its
+//! list's position are the pixel's x and y, and the whole image is one
+//! contiguous slice for the vectorised count. The entry point takes any
+//! binary array, so every source with image bytes (Parquet and Arrow
+//! `Image` features, WebDataset members) is decoded the same way.
+//!
+//! Images are decoded one row at a time, so memory follows the images in
+//! flight, not the batch. Beside the kernels' verdicts it records what the
+//! hints need (a histogram per image: pixel counts of each bad value,
+//! 0/255 masks, 16-bit values; bad pixels on class boundaries).
+//! A colour map (`colors:`) is applied here: its classes come from the
+//! schema, so only unmapped colours and classes the rule rejects are
+//! violations, recorded directly with the colour as the value.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, ArrowPrimitiveType, AsArray, FixedSizeListArray, ListArray, PrimitiveArray, RecordBatch,
+};
+use arrow::buffer::OffsetBuffer;
+use arrow::datatypes::{DataType, Field, Float32Type, Int16Type, Int32Type, UInt8Type, UInt16Type};
+
+use crate::check::{Validator, Verdict};
+use crate::report::{Spot, Tally, Value};
+use crate::schema::{Decode, PixelSpec};
+use crate::source::formats::image::{self, IMAGE_FIELD, Image, Mode, Samples};
+
+/// Checks the pixel columns of a batch and takes them out of `columns`
+/// (the kernels then check the rest as usual). `positions[ci]` is schema
+/// column ci's index in `batch`. Returns the images that could not be
+/// decoded, as (row within the file, whether the batch is an image file,
+/// message).
+pub(crate) fn check_batch(
+    validator: &Validator,
+    batch: &RecordBatch,
+    positions: &[Option<usize>],
+    columns: &mut [Option<ArrayRef>],
+    file: usize,
+    first_row: u64,
+    tally: &mut Tally,
+) -> Vec<(u64, bool, String)> {
+    let mut errors = Vec::new();
+    let default = PixelSpec::default();
+    for (ci, p) in positions.iter().enumerate() {
+        let Some(p) = *p else { continue };
+        let spec = &validator.schema().columns[ci];
+        let field = batch.schema_ref().field(p);
+        let whole_file = field.metadata().contains_key(IMAGE_FIELD);
+        let pixels = match &spec.pixels {
+            Some(s) => s,
+            None if whole_file => &default,
+            None => continue,
+        };
+        let array = batch.column(p);
+        if !whole_file && !holds_images(array.data_type()) {
+            continue;
+        }
+        columns[ci] = None;
+        for i in 0..array.len() {
+            let row = first_row + i as u64;
+            if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, tally) {
+                errors.push((row, whole_file, e));
+            }
+        }
+    }
+    errors
+}
+
+/// Whether a column's type holds encoded images.
+fn holds_images(t: &DataType) -> bool {
+    match t {
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => true,
+        DataType::Struct(fields) => fields
+            .iter()
+            .any(|f| f.name() == "bytes" && holds_images(f.data_type())),
+        _ => false,
+    }
+}
+
+/// Row `i`'s image bytes: `Ok(None)` for a null.
+fn bytes_at(array: &dyn Array, i: usize) -> Result<Option<&[u8]>, String> {
+    if array.is_null(i) {
+        return Ok(None);
+    }
+    match array.data_type() {
+        DataType::Binary => Ok(Some(array.as_binary::<i32>().value(i))),
+        DataType::LargeBinary => Ok(Some(array.as_binary::<i64>().value(i))),
+        DataType::BinaryView => Ok(Some(array.as_binary_view().value(i))),
+        DataType::Struct(_) => {
+            let s = array.as_struct();
+            let bytes = s.column_by_name("bytes").ok_or("no `bytes` field")?;
+            if bytes.is_null(i) {
+                let path = s
+                    .column_by_name("path")
+                    .filter(|p| !p.is_null(i))
+                    .and_then(|p| p.as_string_opt::<i32>().map(|a| a.value(i).to_string()))
+                    .map(|p| format!(" (stored by path `{p}`)"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "the image has no bytes{path}: preflight reads embedded images only"
+                ));
+            }
+            bytes_at(bytes.as_ref(), i)
+        }
+        t => Err(format!("{t} holds no image bytes")),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_row(
+    validator: &Validator,
+    ci: usize,
+    spec: &PixelSpec,
+    array: &dyn Array,
+    i: usize,
+    file: usize,
+    row: u64,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let col = validator.column_check(ci);
+    let Some(bytes) = bytes_at(array, i)? else {
+        if !col.spec.nullable {
+            tally.hit(col.slots.null, file, Spot::row(row), || Value::Null);
+        }
+        return Ok(());
+    };
+    let img = image::decode(bytes)?;
+    if img.width == 0 || img.height == 0 {
+        return Err(format!("the image is {}x{}: it has no pixels", img.width, img.height));
+    }
+    let slot = col.slots.value;
+    {
+        let ev = &mut tally.checks[slot].evidence.pixels;
+        ev.images += 1;
+        if matches!(img.kind, image::Kind::Jpeg | image::Kind::WebP) {
+            ev.lossy += 1;
+        }
+        if img.mode == Mode::P && spec.decode == Decode::Luminance && spec.colors.is_empty() {
+            ev.palette_luminance += 1;
+        }
+    }
+    if !spec.colors.is_empty() {
+        return check_colors(validator, ci, spec, &img, file, row, tally);
+    }
+    let (width, height) = (img.width, img.height);
+    let plane = plane(img, spec)?;
+    let judge = |v: i128| validator.column_check(ci).judge_int(v);
+    let array: ArrayRef = match plane {
+        Plane::U8(v) => {
+            let mut hist = [0u64; 256];
+            for &p in &v {
+                hist[p as usize] += 1;
+            }
+            note_histogram(&hist, false, &judge, &v, width, tally, slot);
+            pixel_rows::<UInt8Type>(v, width, height)?
+        }
+        Plane::U16(v, stored16) => {
+            let mut hist = vec![0u64; 1 << 16];
+            for &p in &v {
+                hist[p as usize] += 1;
+            }
+            note_histogram(&hist, stored16, &judge, &v, width, tally, slot);
+            pixel_rows::<UInt16Type>(v, width, height)?
+        }
+        Plane::I16(v) => {
+            count_other(v.iter().map(|&x| i128::from(x)), &judge, tally, slot);
+            pixel_rows::<Int16Type>(v, width, height)?
+        }
+        Plane::I32(v) => {
+            count_other(v.iter().map(|&x| i128::from(x)), &judge, tally, slot);
+            pixel_rows::<Int32Type>(v, width, height)?
+        }
+        Plane::F32(v) => {
+            let mut bad: BTreeMap<u32, u64> = BTreeMap::new();
+            for &x in &v {
+                if validator.column_check(ci).judge_float(f64::from(x)) == Verdict::Bad {
+                    *bad.entry(x.to_bits()).or_default() += 1;
+                }
+            }
+            let counts = bad
+                .into_iter()
+                .map(|(b, n)| (Value::Float(f64::from(f32::from_bits(b))), n));
+            tally.checks[slot].evidence.pixels.count(counts);
+            pixel_rows::<Float32Type>(v, width, height)?
+        }
+    };
+    let mut cols: Vec<Option<ArrayRef>> = vec![None; validator.schema().columns.len()];
+    cols[ci] = Some(array);
+    for e in validator.check_columns(&cols, 0, file, row, tally) {
+        return Err(e.message);
+    }
+    Ok(())
+}
+
+/// One image's values as the loader reads them.
+enum Plane {
+    U8(Vec<u8>),
+    /// Values, and whether the file stored 16 bits (`I;16`).
+    U16(Vec<u16>, bool),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    F32(Vec<f32>),
+}
+
+/// ITU-R 601-2 luma as Pillow computes it (`L24` in Convert.c).
+#[inline]
+fn luma(r: u8, g: u8, b: u8) -> u8 {
+    ((u32::from(r) * 19595 + u32::from(g) * 38470 + u32::from(b) * 7471 + 0x8000) >> 16) as u8
+}
+
+/// Applies `decode` and `reduce_zero_label` to a decoded image.
+fn plane(img: Image, spec: &PixelSpec) -> Result<Plane, String> {
+    let mode = img.mode;
+    let mut plane = match spec.decode {
+        Decode::Raw => match img.samples {
+            _ if mode.channels() > 1 => {
+                return Err(format!(
+                    "a {} image ({} values a pixel): decode: raw reads class indices from one channel; set `colors:` to map colours to classes, or decode: luminance",
+                    mode.name(),
+                    mode.channels()
+                ));
+            }
+            Samples::U8(v) => Plane::U8(v),
+            Samples::U16(v) => Plane::U16(v, true),
+            Samples::I16(v) => Plane::I16(v),
+            Samples::I32(v) => Plane::I32(v),
+            Samples::F32(v) => Plane::F32(v),
+        },
+        // Pillow's convert("L") of each mode.
+        Decode::Luminance => Plane::U8(match img.samples {
+            Samples::U8(v) => match mode {
+                Mode::One => v.into_iter().map(|x| x * 255).collect(),
+                Mode::P => {
+                    let mut table = [0u8; 256];
+                    for (t, c) in table.iter_mut().zip(&img.palette) {
+                        *t = luma(c[0], c[1], c[2]);
+                    }
+                    v.into_iter().map(|x| table[x as usize]).collect()
+                }
+                Mode::LA => v.chunks_exact(2).map(|p| p[0]).collect(),
+                Mode::Rgb => v.chunks_exact(3).map(|p| luma(p[0], p[1], p[2])).collect(),
+                Mode::Rgba => v.chunks_exact(4).map(|p| luma(p[0], p[1], p[2])).collect(),
+                _ => v,
+            },
+            Samples::U16(v) => v.into_iter().map(|x| x.min(255) as u8).collect(),
+            Samples::I16(v) => v.into_iter().map(|x| x.clamp(0, 255) as u8).collect(),
+            Samples::I32(v) => v.into_iter().map(|x| x.clamp(0, 255) as u8).collect(),
+            // Truncated toward zero, then clipped (NaN reads as 0).
+            Samples::F32(v) => v.into_iter().map(|x| x.clamp(0.0, 255.0) as u8).collect(),
+        }),
+    };
+    if spec.reduce_zero_label {
+        // mmsegmentation: 0 -> 255 (ignored), v -> v - 1, 255 stays 255.
+        match &mut plane {
+            Plane::U8(v) => v.iter_mut().for_each(|x| {
+                *x = match *x {
+                    0 | 255 => 255,
+                    y => y - 1,
+                }
+            }),
+            Plane::U16(v, _) => v.iter_mut().for_each(|x| {
+                *x = match *x {
+                    0 | 255 => 255,
+                    y => y - 1,
+                }
+            }),
+            Plane::I16(v) => v.iter_mut().for_each(|x| {
+                *x = match *x {
+                    0 | 255 => 255,
+                    y => y - 1,
+                }
+            }),
+            Plane::I32(v) => v.iter_mut().for_each(|x| {
+                *x = match *x {
+                    0 | 255 => 255,
+                    y => y - 1,
+                }
+            }),
+            Plane::F32(v) => v.iter_mut().for_each(|x| {
+                *x = if *x == 0.0 || *x == 255.0 { 255.0 } else { *x - 1.0 };
+            }),
+        }
+    }
+    Ok(plane)
+}
+
+/// Pixel counts and hint evidence from one image's histogram.
+fn note_histogram<T: Copy + Into<u32>>(
+    hist: &[u64],
+    stored16: bool,
+    judge: &dyn Fn(i128) -> Verdict,
+    values: &[T],
+    width: usize,
+    tally: &mut Tally,
+    slot: usize,
+) {
+    let ev = &mut tally.checks[slot].evidence.pixels;
+    let present = || hist.iter().enumerate().filter(|(_, n)| **n > 0);
+    if hist.get(255).is_some_and(|&n| n > 0) && present().all(|(v, _)| v == 0 || v == 255) {
+        ev.binary_255 += 1;
+    }
+    if stored16 && hist[256.min(hist.len())..].iter().any(|&n| n > 0) {
+        ev.wide16 += 1;
+    }
+    let bad: Vec<usize> = present()
+        .filter(|(v, _)| judge(*v as i128) != Verdict::Ok)
+        .map(|(v, _)| v)
+        .collect();
+    if bad.is_empty() {
+        return;
+    }
+    ev.count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
+    // Boundary pixels: a bad value between two different good ones.
+    let mut is_bad = vec![false; hist.len()];
+    for &v in &bad {
+        is_bad[v] = true;
+    }
+    let good = |v: T| !is_bad[v.into() as usize];
+    let at = |i: usize| values[i];
+    for (i, &v) in values.iter().enumerate() {
+        if !is_bad[v.into() as usize] {
+            continue;
+        }
+        ev.located += 1;
+        let x = i % width;
+        let between = |a: T, b: T| good(a) && good(b) && a.into() != b.into();
+        let horizontal = x > 0 && x + 1 < width && between(at(i - 1), at(i + 1));
+        let vertical = i >= width && i + width < values.len() && between(at(i - width), at(i + width));
+        if horizontal || vertical {
+            ev.boundary += 1;
+        }
+    }
+}
+
+/// Pixel counts of bad values of wider integer images.
+fn count_other(values: impl Iterator<Item = i128>, judge: &dyn Fn(i128) -> Verdict, tally: &mut Tally, slot: usize) {
+    let mut bad: BTreeMap<i128, u64> = BTreeMap::new();
+    for v in values {
+        if judge(v) == Verdict::Bad {
+            *bad.entry(v).or_default() += 1;
+        }
+    }
+    let counts = bad.into_iter().map(|(v, n)| (Value::Int(v), n));
+    tally.checks[slot].evidence.pixels.count(counts);
+}
+
+/// One image as a one-row list of pixel rows.
+fn pixel_rows<T: ArrowPrimitiveType>(values: Vec<T::Native>, width: usize, height: usize) -> Result<ArrayRef, String> {
+    let err = |e: arrow::error::ArrowError| e.to_string();
+    let values = PrimitiveArray::<T>::new(values.into(), None);
+    let w = i32::try_from(width).map_err(|_| "the image is too wide")?;
+    let h = i32::try_from(height).map_err(|_| "the image is too tall")?;
+    let rows = FixedSizeListArray::try_new(
+        Arc::new(Field::new_list_field(T::DATA_TYPE, false)),
+        w,
+        Arc::new(values),
+        None,
+    )
+    .map_err(err)?;
+    let field = Arc::new(Field::new_list_field(rows.data_type().clone(), false));
+    let image = ListArray::try_new(field, OffsetBuffer::new(vec![0, h].into()), Arc::new(rows), None).map_err(err)?;
+    Ok(Arc::new(image))
+}
+
+/// A colour-mapped image: each pixel's colour is looked up; an unmapped
+/// colour is a violation whose value is the colour, a mapped class the
+/// rule rejects is one whose value is the class.
+fn check_colors(
+    validator: &Validator,
+    ci: usize,
+    spec: &PixelSpec,
+    img: &Image,
+    file: usize,
+    row: u64,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let col = validator.column_check(ci);
+    let slot = col.slots.value;
+    let Samples::U8(v) = &img.samples else {
+        return Err(format!(
+            "a {} image has no colours: a colour map reads RGB, RGBA, palette or 8-bit gray images",
+            img.mode.name()
+        ));
+    };
+    let key = |c: [u8; 3]| u32::from_be_bytes([0, c[0], c[1], c[2]]);
+    let mut map: Vec<(u32, i128, bool)> = spec
+        .colors
+        .iter()
+        .map(|(c, class)| (key(*c), *class, col.judge_int(*class) == Verdict::Ok))
+        .collect();
+    map.sort_unstable_by_key(|m| m.0);
+    let colour = |i: usize| -> [u8; 3] {
+        match img.mode {
+            Mode::Rgb => [v[3 * i], v[3 * i + 1], v[3 * i + 2]],
+            Mode::Rgba => [v[4 * i], v[4 * i + 1], v[4 * i + 2]],
+            Mode::LA => [v[2 * i]; 3],
+            Mode::One => [v[i] * 255; 3],
+            Mode::P => img.palette.get(v[i] as usize).copied().unwrap_or([0; 3]),
+            _ => [v[i]; 3],
+        }
+    };
+    let mut counts: BTreeMap<Result<i128, [u8; 3]>, u64> = BTreeMap::new();
+    for i in 0..img.width * img.height {
+        let c = colour(i);
+        let found = map.binary_search_by_key(&key(c), |m| m.0).ok().map(|j| map[j]);
+        let value = match found {
+            Some((_, _, true)) => continue,
+            Some((_, class, false)) => Ok(class),
+            None => Err(c),
+        };
+        *counts.entry(value).or_default() += 1;
+        let spot = Spot {
+            row,
+            pos: Some((i % img.width) as u64),
+            parent: Some((i / img.width) as u64),
+        };
+        if let Ok(class) = value {
+            tally.checks[slot].evidence.bad_whole(class);
+        }
+        tally.hit(slot, file, spot, || describe(value));
+    }
+    tally.checks[slot]
+        .evidence
+        .pixels
+        .count(counts.into_iter().map(|(v, n)| (describe(v), n)));
+    Ok(())
+}
+
+fn describe(v: Result<i128, [u8; 3]>) -> Value {
+    match v {
+        Ok(class) => Value::Int(class),
+        Err([r, g, b]) => Value::Str(format!("({r}, {g}, {b})")),
+    }
+}

@@ -1,0 +1,298 @@
+//! Images (segmentation masks): files of one row and one column, `pixels`,
+//! and the decoders that turn image bytes into the values a Python loader
+//! sees (SPEC "Images: segmentation masks and image columns").
+//!
+//! The reader itself does not decode: it hands the file's bytes on as a
+//! one-row binary column tagged [`IMAGE_FIELD`], and the pixel transform
+//! ([`crate::pixels`]) decodes them, exactly as it decodes encoded images
+//! stored in a table's binary column. One decoding path serves image files,
+//! Parquet/Arrow `Image` columns and WebDataset members alike.
+//!
+//! [`decode`] returns the image as Pillow opens it: the *mode* Pillow gives
+//! (`1`, `L`, `P`, `I;16`, `I`, `F`, `LA`, `RGB`, `RGBA`) and the samples
+//! `numpy.array(Image.open(f))` holds, so raw reading is exactly the
+//! loader's: palette indices (never colours), 2- and 4-bit gray scaled to
+//! 0..255 as Pillow scales them, 16-bit gray as `uint16`, 16-bit colour
+//! reduced to its high byte as Pillow does. Decoding goes through the
+//! maintained, fuzzed image-rs crates (`png` with identity transformations,
+//! `tiff`, `zune-jpeg`, `image-webp`); BMP is hand-written (see [`bmp`]).
+//!
+//! Every decoder is bounded: an image of more than [`MAX_PIXELS`] pixels
+//! (Pillow's own `DecompressionBombError` threshold, so nothing Pillow would
+//! load is refused) is the file's error before any pixel buffer exists.
+
+mod bmp;
+mod lossy;
+mod png;
+mod tiff;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{BinaryArray, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema};
+
+use crate::source::{Batch, ReadError, Source};
+
+/// The column of an image file.
+pub const PIXELS: &str = "pixels";
+
+/// Field metadata key marking a binary column as a whole image file, which
+/// the pixel transform decodes even when the schema sets no `decode`.
+pub const IMAGE_FIELD: &str = "preflight.image";
+
+/// Pillow's `DecompressionBombError` threshold (2 x `MAX_IMAGE_PIXELS`):
+/// larger images are refused by the loader too.
+pub const MAX_PIXELS: u64 = 2 * 89_478_485;
+
+/// Pillow's `DecompressionBombWarning` threshold.
+pub const WARN_PIXELS: u64 = 89_478_485;
+
+/// Largest image file read whole.
+const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// The container an image came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// PNG.
+    Png,
+    /// TIFF.
+    Tiff,
+    /// Windows bitmap.
+    Bmp,
+    /// JPEG (lossy).
+    Jpeg,
+    /// WebP (lossy unless written lossless).
+    WebP,
+}
+
+impl Kind {
+    /// The format's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Png => "PNG",
+            Kind::Tiff => "TIFF",
+            Kind::Bmp => "BMP",
+            Kind::Jpeg => "JPEG",
+            Kind::WebP => "WebP",
+        }
+    }
+
+    /// The kind a file's first bytes say.
+    pub fn sniff(head: &[u8]) -> Option<Kind> {
+        if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some(Kind::Png)
+        } else if head.starts_with(b"II*\0") || head.starts_with(b"MM\0*") {
+            Some(Kind::Tiff)
+        } else if head.starts_with(b"BM") {
+            Some(Kind::Bmp)
+        } else if head.starts_with(&[0xff, 0xd8, 0xff]) {
+            Some(Kind::Jpeg)
+        } else if head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
+            Some(Kind::WebP)
+        } else {
+            None
+        }
+    }
+}
+
+/// Pillow's image mode: what `numpy.array(img)` holds per pixel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// 1-bit: 0 and 1 (NumPy booleans).
+    One,
+    /// 8-bit gray.
+    L,
+    /// 8-bit palette indices (the palette is [`Image::palette`]).
+    P,
+    /// 16-bit unsigned gray (`I;16`).
+    I16,
+    /// 16-bit signed gray (`I;16S`).
+    I16S,
+    /// 32-bit signed gray (`I`).
+    I32,
+    /// 32-bit float (`F`).
+    F32,
+    /// Gray and alpha, 8-bit each.
+    LA,
+    /// Red, green, blue, 8-bit each.
+    Rgb,
+    /// RGB and alpha, 8-bit each.
+    Rgba,
+}
+
+impl Mode {
+    /// Pillow's name of the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::One => "1",
+            Mode::L => "L",
+            Mode::P => "P",
+            Mode::I16 => "I;16",
+            Mode::I16S => "I;16S",
+            Mode::I32 => "I",
+            Mode::F32 => "F",
+            Mode::LA => "LA",
+            Mode::Rgb => "RGB",
+            Mode::Rgba => "RGBA",
+        }
+    }
+
+    /// Samples per pixel.
+    pub fn channels(self) -> usize {
+        match self {
+            Mode::LA => 2,
+            Mode::Rgb => 3,
+            Mode::Rgba => 4,
+            _ => 1,
+        }
+    }
+}
+
+/// Pixel samples, row-major, channels interleaved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Samples {
+    /// Modes `1`, `L`, `P`, `LA`, `RGB`, `RGBA`.
+    U8(Vec<u8>),
+    /// `I;16`.
+    U16(Vec<u16>),
+    /// `I;16S`.
+    I16(Vec<i16>),
+    /// `I`.
+    I32(Vec<i32>),
+    /// `F`.
+    F32(Vec<f32>),
+}
+
+/// A decoded image, as Pillow opens it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    /// Pixels per row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Pillow's mode.
+    pub mode: Mode,
+    /// The samples, `width * height * mode.channels()` of them.
+    pub samples: Samples,
+    /// Mode `P`: the palette's RGB colours.
+    pub palette: Vec<[u8; 3]>,
+    /// The container.
+    pub kind: Kind,
+    /// Bits per sample as stored (16 for a 16-bit PNG, even when Pillow
+    /// keeps 8 of them).
+    pub stored_bits: u8,
+}
+
+/// Refuses dimensions beyond [`MAX_PIXELS`] before anything is allocated.
+pub(crate) fn check_size(width: u64, height: u64) -> Result<(), String> {
+    let pixels = width.saturating_mul(height);
+    if pixels > MAX_PIXELS {
+        return Err(format!(
+            "the image claims {width}x{height} pixels, more than {MAX_PIXELS} (Pillow refuses it as a decompression bomb)"
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes image bytes of any supported kind, as Pillow opens them.
+pub fn decode(bytes: &[u8]) -> Result<Image, String> {
+    match Kind::sniff(bytes) {
+        Some(Kind::Png) => png::decode(bytes),
+        Some(Kind::Tiff) => tiff::decode(bytes),
+        Some(Kind::Bmp) => bmp::decode(bytes),
+        Some(Kind::Jpeg) => lossy::jpeg(bytes),
+        Some(Kind::WebP) => lossy::webp(bytes),
+        None => Err("not an image preflight reads (PNG, TIFF, BMP, JPEG or WebP)".into()),
+    }
+}
+
+/// Whether a path's extension names an image format.
+pub fn is_image_name(ext: &str) -> bool {
+    matches!(ext, "png" | "tif" | "tiff" | "bmp" | "jpg" | "jpeg" | "webp")
+}
+
+/// An image file: one row, column `pixels`, holding the file's bytes for
+/// the pixel transform to decode.
+pub struct ImageSource {
+    path: PathBuf,
+    columns: Vec<String>,
+    kind: Kind,
+}
+
+impl ImageSource {
+    /// Opens an image file (its kind from its first bytes).
+    pub fn open(path: &Path) -> Result<ImageSource, ReadError> {
+        let mut head = [0u8; 12];
+        let mut f = std::fs::File::open(path)?;
+        let n = read_up_to(&mut f, &mut head)?;
+        let kind = Kind::sniff(&head[..n])
+            .ok_or_else(|| ReadError::new("not an image preflight reads (PNG, TIFF, BMP, JPEG or WebP): bad magic"))?;
+        Ok(ImageSource {
+            path: path.to_path_buf(),
+            columns: vec![PIXELS.to_string()],
+            kind,
+        })
+    }
+}
+
+fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+impl Source for ImageSource {
+    fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    fn units(&self) -> usize {
+        1
+    }
+
+    fn read(
+        &self,
+        _unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let len = std::fs::metadata(&self.path)?.len();
+        if len > MAX_FILE_BYTES {
+            return Err(ReadError::new(format!(
+                "{len} bytes: larger than the {MAX_FILE_BYTES} bytes an image file may have"
+            )));
+        }
+        let bytes = std::fs::read(&self.path)?;
+        let field = Field::new(PIXELS, DataType::Binary, false).with_metadata(
+            [(IMAGE_FIELD.to_string(), self.kind.name().to_string())]
+                .into_iter()
+                .collect::<std::collections::HashMap<String, String>>(),
+        );
+        let array = Arc::new(BinaryArray::from_vec(vec![bytes.as_slice()]));
+        let fields: Vec<Field> = projection.iter().map(|_| field.clone()).collect();
+        let columns = projection.iter().map(|_| array.clone() as _).collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+        sink(Batch { first_row: 0, batch })
+    }
+
+    fn notes(&self) -> Vec<String> {
+        match self.kind {
+            Kind::Jpeg => vec![
+                "a JPEG mask: JPEG is lossy, so class boundaries gain values that were never labels; save masks as PNG"
+                    .into(),
+            ],
+            Kind::WebP => vec![
+                "a WebP mask: lossy WebP changes pixel values (and any WebP mask reads as RGB); save masks as PNG"
+                    .into(),
+            ],
+            _ => Vec::new(),
+        }
+    }
+}
