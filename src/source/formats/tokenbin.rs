@@ -334,6 +334,14 @@ pub fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<d
     }))
 }
 
+/// Whether a `.bin` is a raw stream, which records no dtype: no `.idx`
+/// beside it, no llm.c magic at its start.
+pub fn is_raw(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    let read = File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    !path.with_extension("idx").is_file() && (read.is_err() || llmc_magic(i32::from_le_bytes(magic)).is_none())
+}
+
 /// The schema's `dtype:` as a token type.
 pub(crate) fn schema_dtype(dtype: Option<&str>) -> Result<Option<TokenDtype>, ReadError> {
     dtype
