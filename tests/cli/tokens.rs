@@ -316,6 +316,21 @@ fn a_large_stream_is_a_memory_scan_with_bounded_memory() {
     assert_eq!(hits(&r, "tokens", "index").1[0].1, (48 << 20) - 1);
     assert!(kb < 64 * 1024, "peak RSS {kb} KB for a 96 MB file");
     let _ = check(&r, "tokens", "null");
+    // With an eod_id that never occurs, the stream is one document, one
+    // unit (found by searching the whole file for a cut) and still read
+    // with its pages released as it goes; it is the file's two ends at
+    // once, judged by max_length only (never by min_length).
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 50257, dtype: uint16, eod_id: 50256, max_length: 1000, min_length: 5}\n",
+    );
+    let (code, kb, out) = env.peak(&["check", "--format", "json", "-s", "s.yaml", "big.bin", "--jobs", "2"]);
+    assert_eq!(code, 1, "{out}");
+    let r: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(hits(&r, "tokens", "max_length").1[0].1, 0);
+    assert_eq!(hits(&r, "tokens", "max_length").1[0].2, 48u64 << 20);
+    assert_eq!(check(&r, "tokens", "min_length")["violations"], 0);
+    assert!(kb < 64 * 1024, "peak RSS {kb} KB for a 96 MB file without an EOD");
 }
 
 #[test]
