@@ -15,6 +15,12 @@
 //! is checked against the file's size before a byte of data is read. A
 //! `.bin` with an `.idx` beside it is a Megatron-LM dataset (see
 //! [`super::megatron`]); [`open`] dispatches between the two.
+//!
+//! With the schema's `eod_id`, a stream's documents are judged
+//! ([`crate::check`]'s documents kernel), and a document must not cross
+//! units: [`TokenStreamSource::with_documents`] ends each unit right after
+//! the first end-of-document id at or past its nominal 4M-token mark,
+//! found by a search that reads only as far as that id.
 
 use std::fs::File;
 use std::path::Path;
