@@ -16,6 +16,8 @@ use serde_json::Value as Json;
 
 use crate::source::{self, layouts::discover};
 
+mod tokens;
+
 /// Rows profiled per file: enough to see the classes, cheap on big files.
 const PROFILE_ROWS: u64 = 200_000;
 /// Integer columns with at most this many distinct values look like classes.
@@ -87,7 +89,12 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             })
         }
     };
-    let (files, errors) = discover::discover(paths);
+    // Token `.bin` files are searched for too (as for a `tokens` column).
+    let hints = source::Hints {
+        columns: vec![source::formats::tokenbin::TOKENS.to_string()],
+        ..Default::default()
+    };
+    let (files, errors) = discover::discover_with(paths, &hints);
     if let Some(e) = errors.first() {
         return Err(e.to_string());
     }
@@ -95,8 +102,15 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
         return Err("no data files found".into());
     }
     let mut profiles: Vec<Profile> = Vec::new();
+    let mut token_stats = tokens::TokenStats::new(model.as_ref().map(|m| &m.config));
+    let vocab = model.as_ref().and_then(|m| m.get("vocab_size"));
     for f in &files {
-        let src = source::open(&f.path).map_err(|e| format!("{}: {e}", f.display))?;
+        let src = if source::Format::from_path(&f.path) == Some(source::Format::TokenBin) {
+            token_stats.open(&f.path, &f.display, vocab)
+        } else {
+            source::open(&f.path)
+        }
+        .map_err(|e| format!("{}: {e}", f.display))?;
         let names: Vec<String> = src.columns().to_vec();
         let projection: Vec<usize> = (0..names.len()).collect();
         let mut seen = 0u64;
@@ -118,6 +132,9 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
                         }
                     };
                     profile(p, col);
+                    if name == source::formats::tokenbin::TOKENS {
+                        token_stats.observe(col);
+                    }
                 }
                 seen += b.batch.num_rows() as u64;
                 Ok(())
@@ -125,10 +142,27 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             .map_err(|e| format!("{}: {e}", f.display))?;
         }
     }
+    // The tokenizer's size as a second bound, when the model folder has
+    // one that fits its embedding (checked as `check` will read it).
+    let mut token_lines = Vec::new();
+    if let Some(m) = &model {
+        let tok = format!("{{tokenizer: {}}}", yaml_str(&format!("{}/tokenizer.json", m.dir)));
+        let probe = format!(
+            "version: 1\ncolumns:\n  tokens: {{kind: index, size: {{hf_config: {}, key: vocab_size}}, tokenizer_size: {tok}}}\n",
+            yaml_str(&m.dir)
+        );
+        if crate::Schema::from_yaml(&probe, &schema_dir.join("preflight.yaml")).is_ok() {
+            token_lines.push(format!(
+                "tokenizer_size: {tok}  # ids the tokenizer emits: ids past them have untrained rows"
+            ));
+        }
+    }
+    token_lines.extend(token_stats.lines());
     Ok(render(
         &profiles,
         model.as_ref(),
         &files.iter().map(|f| f.display.clone()).collect::<Vec<_>>(),
+        &token_lines,
     ))
 }
 
@@ -222,7 +256,7 @@ const SEGMENTATION: &[&str] = &[
     "upernet",
 ];
 
-fn render(profiles: &[Profile], model: Option<&Model>, files: &[String]) -> String {
+fn render(profiles: &[Profile], model: Option<&Model>, files: &[String], token_lines: &[String]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -244,7 +278,22 @@ fn render(profiles: &[Profile], model: Option<&Model>, files: &[String]) -> Stri
         let is_ids = p.list && p.integer && (p.name.ends_with("input_ids") || p.name == "position_ids");
         let is_types = p.name == "token_type_ids" && p.integer;
         let is_mask = p.name == "attention_mask" && p.integer;
-        if is_ids {
+        if p.name == source::formats::tokenbin::TOKENS && p.integer {
+            // Token shards: the embedding bound, the tokenizer's, the stored
+            // type and the documents (no length rule: loaders cut windows).
+            lines.push("kind: index".into());
+            match model.and_then(|m| m.get("vocab_size").map(|_| m)) {
+                Some(m) => lines.push(format!(
+                    "size: {}  # the embedding rows: vocab_size of the model",
+                    cfg("vocab_size", m)
+                )),
+                None => lines.push(format!(
+                    "size: {}  # observed largest id + 1: replace with the model's vocab_size (or use --model)",
+                    p.max.unwrap_or(0) + 1
+                )),
+            }
+            lines.extend(token_lines.iter().cloned());
+        } else if is_ids {
             lines.push("kind: index".into());
             match model.and_then(|m| m.get("vocab_size").map(|_| m)) {
                 Some(m) => lines.push(format!(

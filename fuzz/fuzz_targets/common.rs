@@ -16,6 +16,18 @@ pub fn validator() -> Validator {
     Validator::new(schema, 3)
 }
 
+/// A validator judging the documents of a token stream (`eod_id`), for
+/// token files run through the scanner (the file target's; the stream
+/// target does not read files).
+#[allow(dead_code)]
+pub fn eod_validator() -> Validator {
+    let yaml = "columns:
+  tokens: {kind: index, size: 1000, eod_id: 7, max_length: 16, min_length: 2, dtype: uint16}
+";
+    let schema = Schema::from_yaml(yaml, "fuzz.yaml".as_ref()).expect("the fuzz schema is valid");
+    Validator::new(schema, 3)
+}
+
 /// preflight catches panics in readers at the file boundary
 /// (`source::guarded`), as the CLI does; this hook, outermost, still aborts
 /// on a panic raised in preflight's own code, so the fuzzer reports it.

@@ -46,6 +46,9 @@ fuzz_target!(|data: &[u8]| {
             };
             let path = folder.join(name);
             std::fs::write(&path, data).expect("write the input");
+            // What a directory search reports of the index: listed files
+            // that are not there.
+            let _ = source::listed_but_missing(&folder);
             path
         }
         // A Megatron-LM dataset: u32 LE length, that many bytes of the
@@ -105,5 +108,20 @@ fuzz_target!(|data: &[u8]| {
         // Every column as a shape (list lengths from Parquet page levels).
         let shapes = vec![true; projection.len()];
         let _ = source::guarded(|| src.read_shapes(unit, &projection, &shapes, &mut |_| Ok(())));
+    }
+    // A token stream also goes through the scanner with an `eod_id`
+    // schema: units cut after an end-of-document id, documents judged.
+    if ext == "bin" {
+        static EOD: OnceLock<preflight::Validator> = OnceLock::new();
+        let eod = EOD.get_or_init(common::eod_validator);
+        let file = source::layouts::discover::DataFile {
+            display: "fuzz.bin".into(),
+            path: path.clone(),
+        };
+        let opts = preflight::scan::ScanOptions {
+            jobs: 1,
+            ..Default::default()
+        };
+        let _ = preflight::scan::scan(eod, &[file], &opts);
     }
 });

@@ -174,6 +174,10 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
                 "{ids} past the tokenizer's {tok} ids but inside the embedding's {size} rows: padding rows that were never trained (the data was tokenized with another, larger tokenizer, or tokenizer_size is out of date)"
             ))
         }
+        (Rule::MaxLength, _) if spec.eod_id.is_some() => Some(format!(
+            "documents longer than max_length {}: end-of-document ids missing between documents (the tokenizer job did not append them, or eod_id is not the tokenizer's)",
+            spec.max_length.unwrap_or(0)
+        )),
         (Rule::MaxLength, _) => Some(format!(
             "rows longer than max_length {}: truncation is missing (tokenizer(..., truncation=True, max_length={}))",
             spec.max_length.unwrap_or(0),

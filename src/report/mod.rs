@@ -435,6 +435,10 @@ impl CheckReport {
     /// The check's result in one line, e.g. `3 values violate 0 <= v < 10`.
     pub fn headline(&self) -> String {
         let unit = match self.rule {
+            // Length rules of an `eod_id` column judge documents (its bound says so).
+            Rule::MaxLength | Rule::MinLength if self.bound.contains(" per document ") => {
+                plural(self.violations, "document", "documents")
+            }
             Rule::MaxLength | Rule::MinLength | Rule::SameLengthAs => plural(self.violations, "row", "rows"),
             Rule::EmptyDocument => plural(self.violations, "document", "documents"),
             _ => plural(self.violations, "value", "values"),

@@ -316,6 +316,21 @@ fn a_large_stream_is_a_memory_scan_with_bounded_memory() {
     assert_eq!(hits(&r, "tokens", "index").1[0].1, (48 << 20) - 1);
     assert!(kb < 64 * 1024, "peak RSS {kb} KB for a 96 MB file");
     let _ = check(&r, "tokens", "null");
+    // With an eod_id that never occurs, the stream is one document, one
+    // unit (found by searching the whole file for a cut) and still read
+    // with its pages released as it goes; it is the file's two ends at
+    // once, judged by max_length only (never by min_length).
+    env.write(
+        "s.yaml",
+        "columns:\n  tokens: {kind: index, size: 50257, dtype: uint16, eod_id: 50256, max_length: 1000, min_length: 5}\n",
+    );
+    let (code, kb, out) = env.peak(&["check", "--format", "json", "-s", "s.yaml", "big.bin", "--jobs", "2"]);
+    assert_eq!(code, 1, "{out}");
+    let r: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(hits(&r, "tokens", "max_length").1[0].1, 0);
+    assert_eq!(hits(&r, "tokens", "max_length").1[0].2, 48u64 << 20);
+    assert_eq!(check(&r, "tokens", "min_length")["violations"], 0);
+    assert!(kb < 64 * 1024, "peak RSS {kb} KB for a 96 MB file without an EOD");
 }
 
 #[test]
@@ -753,4 +768,89 @@ fn eod_id_belongs_to_flat_token_streams() {
         hits(&r, "tokens", "empty_document").1,
         [("raw.bin".to_string(), 2, Value::from(0))]
     );
+}
+
+#[test]
+fn init_proposes_dtype_eod_id_and_the_model_bounds_for_token_shards() {
+    let env = Env::new();
+    // A GPT-2-like model: the embedding padded to 50,304 rows, a real
+    // tokenizer.json (written by `tokenizers`) of 50,257 ids, EOS 50256.
+    env.python(
+        r#"
+from tokenizers import Tokenizer, models
+os.makedirs('model')
+tok = Tokenizer(models.WordLevel({f't{i}': i for i in range(50256)}, unk_token='t0'))
+tok.add_special_tokens(['<|endoftext|>'])
+assert tok.token_to_id('<|endoftext|>') == 50256
+tok.save('model/tokenizer.json')
+json.dump({'model_type': 'gpt2', 'vocab_size': 50304, 'n_positions': 1024, 'eos_token_id': 50256, 'bos_token_id': 50256},
+          open('model/config.json', 'w'))
+rng = np.random.default_rng(5)
+# nanoGPT: EOT after each document, uint16.
+docs = [rng.integers(0, 50256, int(rng.integers(50, 900))).tolist() + [50256] for _ in range(300)]
+docs[10] = [50256]                      # an empty document
+docs[20][3] = 50300                     # an untrained row: [T, P)
+docs[30][5] = 50304                     # past the embedding
+os.makedirs('gpt2')
+np.array(sum(docs, []), np.uint16).tofile('gpt2/train.bin')
+at = lambda d, i: sum(len(x) for x in docs[:d]) + i
+json.dump({'index': at(30, 5), 'tokenizer_size': at(20, 3), 'empty_document': at(10, 0)}, open('rows.json', 'w'))
+# llm.c Llama 3: <|begin_of_text|> before each document, uint32 header.
+toks = sum([[128000] + rng.integers(0, 128000, int(rng.integers(50, 900))).tolist() for _ in range(200)], [])
+header = np.zeros(256, np.int32); header[:3] = [20240801, 7, len(toks)]
+os.makedirs('llama')
+with open('llama/fineweb_train_000001.bin', 'wb') as f:
+    f.write(header.tobytes()); f.write(np.array(toks, np.uint32).tobytes())
+# A raw uint32 stream, no EOD anywhere.
+os.makedirs('wide')
+rng.integers(0, 100_000, 50_000).astype(np.uint32).tofile('wide/train.bin')
+"#,
+    );
+    let out = env.run(&["init", "gpt2", "--model", "model", "-o", "gpt2.yaml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(env.path("gpt2.yaml")).expect("schema");
+    for want in [
+        "  tokens:\n    kind: index\n    size: {hf_config: model, key: vocab_size}",
+        "tokenizer_size: {tokenizer: model/tokenizer.json}",
+        "dtype: uint16  # raw .bin streams: the model's vocab_size 50304 fits uint16",
+        "eod_id: 50256  # the model's eos_token_id: seen 300 times in ",
+    ] {
+        assert!(text.contains(want), "{want:?} missing from:\n{text}");
+    }
+    // The proposal checks the data: the planted ids and the empty document.
+    let r = env.check_json(&["-s", "gpt2.yaml", "gpt2", "--max-examples", "100"], 1);
+    let rows: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("rows.json")).expect("rows")).expect("json");
+    for (rule, value) in [("index", 50304), ("tokenizer_size", 50300), ("empty_document", 0)] {
+        assert_eq!(
+            hits(&r, "tokens", rule).1,
+            [(
+                "gpt2/train.bin".to_string(),
+                rows[rule].as_u64().expect("row"),
+                Value::from(value)
+            )],
+            "{rule}"
+        );
+    }
+    assert_eq!(r["violations"], 3);
+
+    let out = env.run(&["init", "llama", "-o", "llama.yaml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(env.path("llama.yaml")).expect("schema");
+    assert!(
+        text.contains("eod_id: 128000  # Llama 3's <|begin_of_text|>: seen 200 times"),
+        "{text}"
+    );
+    assert!(!text.contains("dtype:"), "an llm.c header names its dtype:\n{text}");
+    env.check_json(&["-s", "llama.yaml", "llama"], 0);
+
+    let out = env.run(&["init", "wide", "-o", "wide.yaml"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(env.path("wide.yaml")).expect("schema");
+    assert!(
+        text.contains("dtype: uint32  # raw .bin streams: guessed from the bytes"),
+        "{text}"
+    );
+    assert!(text.contains("# no end-of-document id seen regularly"), "{text}");
+    env.check_json(&["-s", "wide.yaml", "wide"], 0);
 }

@@ -15,6 +15,12 @@
 //! is checked against the file's size before a byte of data is read. A
 //! `.bin` with an `.idx` beside it is a Megatron-LM dataset (see
 //! [`super::megatron`]); [`open`] dispatches between the two.
+//!
+//! With the schema's `eod_id`, a stream's documents are judged
+//! ([`crate::check`]'s documents kernel), and a document must not cross
+//! units: [`TokenStreamSource::with_documents`] ends each unit right after
+//! the first end-of-document id at or past its nominal 4M-token mark,
+//! found by a search that reads only as far as that id.
 
 use std::fs::File;
 use std::path::Path;
@@ -228,12 +234,22 @@ impl Region {
             TokenDtype::F64 => Some(id as f64).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
         };
         let map = self.map.as_ref()?;
-        let start = self.offset + from * size;
-        let bytes = map.get(start..self.offset + self.len * size)?;
-        let found = bytes.chunks_exact(size).position(|c| c == pattern.as_slice());
-        let seen = found.map_or(bytes.len(), |p| (p + 1) * size);
-        storage::release(map, start, seen);
-        found.map(|p| from + p)
+        let end = self.offset + self.len * size;
+        // In steps of a unit's bytes, each released once passed: a stretch
+        // without the id never makes the whole file resident.
+        let step = UNIT_TOKENS as usize * size;
+        let mut at = self.offset + from * size;
+        while at < end {
+            let stop = (at + step).min(end);
+            let bytes = map.get(at..stop)?;
+            let found = bytes.chunks_exact(size).position(|c| c == pattern.as_slice());
+            storage::release(map, at, found.map_or(bytes.len(), |p| (p + 1) * size));
+            if let Some(p) = found {
+                return Some((at - self.offset) / size + p);
+            }
+            at = stop;
+        }
+        None
     }
 }
 
@@ -332,6 +348,14 @@ pub fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<d
         Some(eod) => source.with_documents(eod),
         None => source,
     }))
+}
+
+/// Whether a `.bin` is a raw stream, which records no dtype: no `.idx`
+/// beside it, no llm.c magic at its start.
+pub fn is_raw(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    let read = File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    !path.with_extension("idx").is_file() && (read.is_err() || llmc_magic(i32::from_le_bytes(magic)).is_none())
 }
 
 /// The schema's `dtype:` as a token type.
@@ -619,6 +643,31 @@ mod tests {
         })
         .expect("read");
         assert_eq!(rows, [(UNIT_TOKENS, 65536), (UNIT_TOKENS + 65536, 4464)]);
+        // With an end-of-document id, units end right after one: the first
+        // at or past each 4M mark (here the one at the mark's last token).
+        let mut ids: Vec<u16> = (0..n).map(|i| (i % 65521) as u16).collect();
+        let unit = UNIT_TOKENS as usize;
+        for e in [10, unit - 1, unit + 5] {
+            ids[e] = 65530;
+        }
+        let p = dir.path().join("d.bin");
+        std::fs::write(&p, ids.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).expect("write");
+        let d = TokenStreamSource::open(&p, Some("uint16"))
+            .expect("open")
+            .with_documents(65530);
+        assert_eq!((d.starts.clone(), d.documents()), (vec![0, UNIT_TOKENS], true));
+        ids[unit - 1] = 0;
+        std::fs::write(&p, ids.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).expect("write");
+        let d = TokenStreamSource::open(&p, Some("uint16"))
+            .expect("open")
+            .with_documents(65530);
+        assert_eq!(d.starts, [0, UNIT_TOKENS + 6]);
+        assert_eq!(tokens(&d).len(), n, "every token read once");
+        // An id the dtype cannot hold, or none after the mark: one unit.
+        let d = TokenStreamSource::open(&p, Some("uint16"))
+            .expect("open")
+            .with_documents(70000);
+        assert_eq!(d.starts, [0]);
         // Empty file: no unit, no rows.
         let p = dir.path().join("e.bin");
         std::fs::write(&p, b"").expect("write");
