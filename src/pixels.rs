@@ -59,11 +59,20 @@ pub(crate) fn check_batch(
             None if whole_file => &default,
             None => continue,
         };
-        let array = batch.column(p);
+        let mut array = batch.column(p).clone();
         if !whole_file && !holds_images(array.data_type()) {
             continue;
         }
         columns[ci] = None;
+        // Dictionary-encoded bytes (Parquet's default for repeated values):
+        // the plain array, once per batch.
+        match plain(array) {
+            Ok(a) => array = a,
+            Err(e) => {
+                errors.push((first_row, whole_file, e));
+                continue;
+            }
+        }
         for i in 0..array.len() {
             let row = first_row + i as u64;
             if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, tally) {
@@ -72,6 +81,37 @@ pub(crate) fn check_batch(
         }
     }
     errors
+}
+
+/// The array with dictionary-encoded bytes (Parquet's default for repeated
+/// values) decoded, also inside a struct's `bytes` field: once per batch.
+fn plain(array: ArrayRef) -> Result<ArrayRef, String> {
+    let err = |e: arrow::error::ArrowError| e.to_string();
+    match array.data_type() {
+        DataType::Dictionary(_, values) => arrow::compute::cast(&array, values).map_err(err),
+        DataType::Struct(fields) => {
+            let s = array.as_struct();
+            let mut changed = false;
+            let mut columns = Vec::with_capacity(fields.len());
+            let mut new_fields = Vec::with_capacity(fields.len());
+            for (f, c) in fields.iter().zip(s.columns()) {
+                if let (true, DataType::Dictionary(_, values)) = (f.name() == "bytes", f.data_type()) {
+                    columns.push(arrow::compute::cast(c, values).map_err(err)?);
+                    new_fields.push(Arc::new(f.as_ref().clone().with_data_type(values.as_ref().clone())));
+                    changed = true;
+                } else {
+                    columns.push(c.clone());
+                    new_fields.push(f.clone());
+                }
+            }
+            if !changed {
+                return Ok(array);
+            }
+            let s = arrow::array::StructArray::try_new(new_fields.into(), columns, s.nulls().cloned()).map_err(err)?;
+            Ok(Arc::new(s))
+        }
+        _ => Ok(array),
+    }
 }
 
 /// Whether a column's type holds encoded images.
@@ -194,10 +234,10 @@ fn check_row(
     };
     let mut cols: Vec<Option<ArrayRef>> = vec![None; validator.schema().columns.len()];
     cols[ci] = Some(array);
-    for e in validator.check_columns(&cols, 0, file, row, tally) {
-        return Err(e.message);
+    match validator.check_columns(&cols, 0, file, row, tally).into_iter().next() {
+        Some(e) => Err(e.message),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// One image's values as the loader reads them.
@@ -318,20 +358,21 @@ fn note_histogram<T: Copy + Into<u32>>(
         return;
     }
     ev.count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
-    // Boundary pixels: a bad value between two different good ones.
+    // Boundary pixels: a bad value strictly between its two neighbours
+    // (left/right or above/below), as interpolation makes them.
     let mut is_bad = vec![false; hist.len()];
     for &v in &bad {
         is_bad[v] = true;
     }
-    let good = |v: T| !is_bad[v.into() as usize];
-    let at = |i: usize| values[i];
+    let at = |i: usize| values[i].into();
     for (i, &v) in values.iter().enumerate() {
-        if !is_bad[v.into() as usize] {
+        let v: u32 = v.into();
+        if !is_bad[v as usize] {
             continue;
         }
         ev.located += 1;
         let x = i % width;
-        let between = |a: T, b: T| good(a) && good(b) && a.into() != b.into();
+        let between = |a: u32, b: u32| (a < v && v < b) || (b < v && v < a);
         let horizontal = x > 0 && x + 1 < width && between(at(i - 1), at(i + 1));
         let vertical = i >= width && i + width < values.len() && between(at(i - width), at(i + width));
         if horizontal || vertical {
