@@ -481,3 +481,175 @@ fn describe(v: Result<i128, [u8; 3]>) -> Value {
         Err([r, g, b]) => Value::Str(format!("({r}, {g}, {b})")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Schema, parse_color};
+
+    fn schema(col: &str) -> Result<Schema, String> {
+        Schema::from_yaml(&format!("version: 1\ncolumns:\n  m: {col}\n"), "s.yaml".as_ref()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn pixel_keys_parse_and_survive_the_resolved_schema() {
+        let s =
+            schema("{kind: class, num_classes: 3, colors: {\"1,2,3\": 0, \"#0a0b0c\": 2, \"(4, 5, 6)\": 1}}").unwrap();
+        let p = s.columns[0].pixels.clone().unwrap();
+        assert_eq!(p.colors, vec![([1, 2, 3], 0), ([10, 11, 12], 2), ([4, 5, 6], 1)]);
+        let again = Schema::from_yaml(&s.to_resolved_yaml(), "s.yaml".as_ref()).unwrap();
+        assert_eq!(again.columns[0].pixels, Some(p));
+        let s = schema("{kind: class, num_classes: 3, decode: luminance, reduce_zero_label: true}").unwrap();
+        let p = s.columns[0].pixels.clone().unwrap();
+        assert_eq!((p.decode, p.reduce_zero_label), (Decode::Luminance, true));
+        assert_eq!(
+            Schema::from_yaml(&s.to_resolved_yaml(), "s.yaml".as_ref())
+                .unwrap()
+                .columns[0]
+                .pixels,
+            Some(p)
+        );
+        assert_eq!(schema("{kind: class, num_classes: 3}").unwrap().columns[0].pixels, None);
+    }
+
+    #[test]
+    fn bad_pixel_keys_are_schema_errors() {
+        for (col, says) in [
+            (
+                "{kind: class, num_classes: 3, decode: gray}",
+                "`gray` is not a decoding",
+            ),
+            ("{kind: class, num_classes: 3, colors: {\"1,2\": 0}}", "is not a colour"),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,300\": 0}}",
+                "is not a colour",
+            ),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0.5}}",
+                "not a whole number",
+            ),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0, \"#010203\": 1}}",
+                "mapped twice",
+            ),
+            ("{kind: class, num_classes: 3, colors: {}}", "empty"),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0}, reduce_zero_label: true}",
+                "reduced classes",
+            ),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0}, decode: luminance}",
+                "luminance",
+            ),
+            ("{kind: class, num_classes: 3, decode: raw, colours: {}}", "colours"),
+        ] {
+            let e = schema(col).expect_err(col);
+            assert!(e.contains(says), "{col}: {e}");
+        }
+        assert_eq!(parse_color(" 255 , 0,7 "), Some([255, 0, 7]));
+        assert_eq!(parse_color("#FFffff"), Some([255; 3]));
+        assert_eq!(parse_color("#fff"), None);
+    }
+
+    #[test]
+    fn luminance_is_pillows_integer_formula() {
+        // Pillow's L24 on the VOC palette: classes 1, 15 and 20.
+        assert_eq!(luma(128, 0, 0), 38);
+        assert_eq!(luma(192, 128, 128), 147);
+        assert_eq!(luma(0, 64, 128), 52);
+        assert_eq!(luma(255, 255, 255), 255);
+        assert_eq!(luma(0, 0, 0), 0);
+    }
+
+    #[test]
+    fn reduce_zero_label_is_mmsegmentations_arithmetic() {
+        let spec = PixelSpec {
+            reduce_zero_label: true,
+            ..PixelSpec::default()
+        };
+        let img = Image {
+            width: 4,
+            height: 1,
+            mode: Mode::L,
+            samples: Samples::U8(vec![0, 1, 254, 255]),
+            palette: Vec::new(),
+            kind: image::Kind::Png,
+            stored_bits: 8,
+        };
+        let Ok(Plane::U8(v)) = plane(img, &spec) else {
+            panic!("u8")
+        };
+        assert_eq!(v, [255, 0, 253, 255]);
+    }
+
+    #[test]
+    fn pixel_counts_keep_the_smallest_values_exactly_whatever_the_merge_order() {
+        use crate::report::{PIXEL_COUNTS, PixelEvidence};
+        let parts: Vec<Vec<(Value, u64)>> = (0..6)
+            .map(|p| {
+                (0..40)
+                    .filter(|v| (v + p) % 3 != 0)
+                    .map(|v| (Value::Int(v), (v + p) as u64))
+                    .collect()
+            })
+            .collect();
+        let mut want: BTreeMap<i128, u64> = BTreeMap::new();
+        for part in &parts {
+            for (v, n) in part {
+                let Value::Int(v) = v else { unreachable!() };
+                *want.entry(*v).or_default() += n;
+            }
+        }
+        let want: Vec<(Value, u64)> = want
+            .into_iter()
+            .take(PIXEL_COUNTS)
+            .map(|(v, n)| (Value::Int(v), n))
+            .collect();
+        for order in [[0, 1, 2, 3, 4, 5], [5, 3, 1, 0, 2, 4]] {
+            let mut all = PixelEvidence::default();
+            for i in order {
+                let mut one = PixelEvidence::default();
+                one.count(parts[i].clone());
+                let mut e = crate::report::Evidence::default();
+                e.pixels = all.clone();
+                let mut o = crate::report::Evidence::default();
+                o.pixels = one;
+                e.merge(&o);
+                all = e.pixels;
+            }
+            assert_eq!(all.counts, want);
+        }
+    }
+
+    /// Truncations and bit flips of real images: each decodes or is an
+    /// error, never a panic, and never more samples than the header's size.
+    #[test]
+    fn mutated_images_never_panic() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/file");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.file_name().unwrap().to_string_lossy().starts_with("gen-image-") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap()[1..].to_vec();
+            seen += 1;
+            let mut inputs: Vec<Vec<u8>> = (0..bytes.len()).step_by(7).map(|n| bytes[..n].to_vec()).collect();
+            for i in (0..bytes.len()).step_by(3) {
+                let mut b = bytes.clone();
+                b[i] ^= 0x5a;
+                inputs.push(b);
+            }
+            for input in inputs {
+                let r = std::panic::catch_unwind(|| image::decode(&input));
+                let Ok(r) = r else {
+                    panic!("{}: a mutation panicked", path.display())
+                };
+                if let Ok(img) = r {
+                    assert!((img.width * img.height) as u64 <= image::MAX_PIXELS);
+                }
+            }
+        }
+        assert!(seen >= 8);
+    }
+}
