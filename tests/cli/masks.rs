@@ -578,3 +578,47 @@ json.dump({f: np.array(Image.open("j/" + f).convert("L")).tolist() for f in sort
         assert!(r["warnings"].to_string().contains(&format!("j/{file}: a ")), "{r:#}");
     }
 }
+
+#[test]
+fn init_on_a_mask_folder_proposes_decode_classes_and_ignore_255() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+os.makedirs("voc", exist_ok=True); os.makedirs("cam", exist_ok=True); os.makedirs("model", exist_ok=True)
+for i in range(3):
+    a = np.zeros((6, 6), np.uint8); a[1:3, 1:3] = i + 4; a[5, 5] = 255
+    im = Image.fromarray(a, "P"); im.putpalette(list(range(256)) * 3); im.save(f"voc/{i}.png")
+Image.fromarray((np.eye(4) * 255).astype(np.uint8)).save("voc/bin.png")
+c = np.zeros((3, 3, 3), np.uint8); c[0] = (128, 64, 128); c[2] = (70, 70, 70)
+Image.fromarray(c).save("cam/a.png")
+json.dump({"model_type": "segformer", "id2label": {str(i): str(i) for i in range(150)}}, open("model/config.json", "w"))
+"#,
+    );
+    let run = env.run(&["init", "voc", "-o", "voc.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(env.path("voc.yaml")).expect("schema");
+    for want in [
+        "  pixels:\n    kind: class\n    num_classes: 7  # observed classes 0..=6",
+        "ignore_index: 255",
+        "decode: raw  # palette masks",
+        "WARNING: 1 of 4 masks hold only 0 and 255",
+    ] {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
+    assert!(!text.contains("not checked"), "{text}");
+    env.check_json(&["-s", "voc.yaml", "voc"], 0);
+    let run = env.run(&["init", "voc", "--model", "model", "-o", "model.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(env.path("model.yaml")).expect("schema");
+    assert!(
+        text.contains("num_classes: {hf_config: model, key: num_labels}"),
+        "{text}"
+    );
+    env.check_json(&["-s", "model.yaml", "voc"], 0);
+    let run = env.run(&["init", "cam", "-o", "cam.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(env.path("cam.yaml")).expect("schema");
+    assert!(text.contains("colors:") && text.contains("\"128,64,128\": 2"), "{text}");
+    env.check_json(&["-s", "cam.yaml", "cam"], 0);
+}
