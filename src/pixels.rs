@@ -610,10 +610,14 @@ mod tests {
             for i in order {
                 let mut one = PixelEvidence::default();
                 one.count(parts[i].clone());
-                let mut e = crate::report::Evidence::default();
-                e.pixels = all.clone();
-                let mut o = crate::report::Evidence::default();
-                o.pixels = one;
+                let mut e = crate::report::Evidence {
+                    pixels: all.clone(),
+                    ..Default::default()
+                };
+                let o = crate::report::Evidence {
+                    pixels: one,
+                    ..Default::default()
+                };
                 e.merge(&o);
                 all = e.pixels;
             }
