@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 
 use crate::source::{self, layouts::discover};
 
+mod masks;
 mod tokens;
 
 /// Rows profiled per file: enough to see the classes, cheap on big files.
@@ -89,15 +90,25 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             })
         }
     };
-    // Token `.bin` files are searched for too (as for a `tokens` column).
+    // Token `.bin` files are searched for too (as for a `tokens` column),
+    // and images, which count only in a folder of masks (not beside
+    // tables, where one is a README picture).
     let hints = source::Hints {
-        columns: vec![source::formats::tokenbin::TOKENS.to_string()],
+        columns: vec![
+            source::formats::tokenbin::TOKENS.to_string(),
+            source::formats::image::PIXELS.to_string(),
+        ],
         ..Default::default()
     };
-    let (files, errors) = discover::discover_with(paths, &hints);
+    let (mut files, errors) = discover::discover_with(paths, &hints);
     if let Some(e) = errors.first() {
         return Err(e.to_string());
     }
+    let is_image = |f: &discover::DataFile| source::Format::from_path(&f.path) == Some(source::Format::Image);
+    if files.iter().any(|f| !is_image(f)) {
+        files.retain(|f| !is_image(f));
+    }
+    let mut masks = masks::MaskProfile::default();
     if files.is_empty() {
         return Err("no data files found".into());
     }
@@ -119,7 +130,16 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
                 break;
             }
             src.read(unit, &projection, &mut |b| {
+                masks.add(&b.batch);
                 for (i, col) in b.batch.columns().iter().enumerate() {
+                    if b.batch
+                        .schema_ref()
+                        .field(i)
+                        .metadata()
+                        .contains_key(source::formats::image::IMAGE_FIELD)
+                    {
+                        continue; // profiled as a mask
+                    }
                     let name = &names[projection[i]];
                     let p = match profiles.iter_mut().position(|p| &p.name == name) {
                         Some(k) => &mut profiles[k],
@@ -158,12 +178,23 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
         }
     }
     token_lines.extend(token_stats.lines());
-    Ok(render(
+    let mut out = render(
         &profiles,
         model.as_ref(),
         &files.iter().map(|f| f.display.clone()).collect::<Vec<_>>(),
         &token_lines,
-    ))
+    );
+    if !masks.is_empty() {
+        let head = model
+            .as_ref()
+            .filter(|m| m.num_labels().is_some_and(|n| n > 1))
+            .map(|m| format!("{{hf_config: {}, key: num_labels}}", yaml_str(&m.dir)));
+        out.push_str("  pixels:\n");
+        for l in masks.render(head) {
+            let _ = writeln!(out, "    {l}");
+        }
+    }
+    Ok(out)
 }
 
 fn profile(p: &mut Profile, col: &ArrayRef) {

@@ -59,11 +59,20 @@ pub(crate) fn check_batch(
             None if whole_file => &default,
             None => continue,
         };
-        let array = batch.column(p);
+        let mut array = batch.column(p).clone();
         if !whole_file && !holds_images(array.data_type()) {
             continue;
         }
         columns[ci] = None;
+        // Dictionary-encoded bytes (Parquet's default for repeated values):
+        // the plain array, once per batch.
+        match plain(array) {
+            Ok(a) => array = a,
+            Err(e) => {
+                errors.push((first_row, whole_file, e));
+                continue;
+            }
+        }
         for i in 0..array.len() {
             let row = first_row + i as u64;
             if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, tally) {
@@ -72,6 +81,37 @@ pub(crate) fn check_batch(
         }
     }
     errors
+}
+
+/// The array with dictionary-encoded bytes (Parquet's default for repeated
+/// values) decoded, also inside a struct's `bytes` field: once per batch.
+fn plain(array: ArrayRef) -> Result<ArrayRef, String> {
+    let err = |e: arrow::error::ArrowError| e.to_string();
+    match array.data_type() {
+        DataType::Dictionary(_, values) => arrow::compute::cast(&array, values).map_err(err),
+        DataType::Struct(fields) => {
+            let s = array.as_struct();
+            let mut changed = false;
+            let mut columns = Vec::with_capacity(fields.len());
+            let mut new_fields = Vec::with_capacity(fields.len());
+            for (f, c) in fields.iter().zip(s.columns()) {
+                if let (true, DataType::Dictionary(_, values)) = (f.name() == "bytes", f.data_type()) {
+                    columns.push(arrow::compute::cast(c, values).map_err(err)?);
+                    new_fields.push(Arc::new(f.as_ref().clone().with_data_type(values.as_ref().clone())));
+                    changed = true;
+                } else {
+                    columns.push(c.clone());
+                    new_fields.push(f.clone());
+                }
+            }
+            if !changed {
+                return Ok(array);
+            }
+            let s = arrow::array::StructArray::try_new(new_fields.into(), columns, s.nulls().cloned()).map_err(err)?;
+            Ok(Arc::new(s))
+        }
+        _ => Ok(array),
+    }
 }
 
 /// Whether a column's type holds encoded images.
@@ -194,10 +234,10 @@ fn check_row(
     };
     let mut cols: Vec<Option<ArrayRef>> = vec![None; validator.schema().columns.len()];
     cols[ci] = Some(array);
-    for e in validator.check_columns(&cols, 0, file, row, tally) {
-        return Err(e.message);
+    match validator.check_columns(&cols, 0, file, row, tally).into_iter().next() {
+        Some(e) => Err(e.message),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// One image's values as the loader reads them.
@@ -318,20 +358,21 @@ fn note_histogram<T: Copy + Into<u32>>(
         return;
     }
     ev.count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
-    // Boundary pixels: a bad value between two different good ones.
+    // Boundary pixels: a bad value strictly between its two neighbours
+    // (left/right or above/below), as interpolation makes them.
     let mut is_bad = vec![false; hist.len()];
     for &v in &bad {
         is_bad[v] = true;
     }
-    let good = |v: T| !is_bad[v.into() as usize];
-    let at = |i: usize| values[i];
+    let at = |i: usize| values[i].into();
     for (i, &v) in values.iter().enumerate() {
-        if !is_bad[v.into() as usize] {
+        let v: u32 = v.into();
+        if !is_bad[v as usize] {
             continue;
         }
         ev.located += 1;
         let x = i % width;
-        let between = |a: T, b: T| good(a) && good(b) && a.into() != b.into();
+        let between = |a: u32, b: u32| (a < v && v < b) || (b < v && v < a);
         let horizontal = x > 0 && x + 1 < width && between(at(i - 1), at(i + 1));
         let vertical = i >= width && i + width < values.len() && between(at(i - width), at(i + width));
         if horizontal || vertical {
@@ -438,5 +479,181 @@ fn describe(v: Result<i128, [u8; 3]>) -> Value {
     match v {
         Ok(class) => Value::Int(class),
         Err([r, g, b]) => Value::Str(format!("({r}, {g}, {b})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Schema, parse_color};
+
+    fn schema(col: &str) -> Result<Schema, String> {
+        Schema::from_yaml(&format!("version: 1\ncolumns:\n  m: {col}\n"), "s.yaml".as_ref()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn pixel_keys_parse_and_survive_the_resolved_schema() {
+        let s =
+            schema("{kind: class, num_classes: 3, colors: {\"1,2,3\": 0, \"#0a0b0c\": 2, \"(4, 5, 6)\": 1}}").unwrap();
+        let p = s.columns[0].pixels.clone().unwrap();
+        assert_eq!(p.colors, vec![([1, 2, 3], 0), ([10, 11, 12], 2), ([4, 5, 6], 1)]);
+        let again = Schema::from_yaml(&s.to_resolved_yaml(), "s.yaml".as_ref()).unwrap();
+        assert_eq!(again.columns[0].pixels, Some(p));
+        let s = schema("{kind: class, num_classes: 3, decode: luminance, reduce_zero_label: true}").unwrap();
+        let p = s.columns[0].pixels.clone().unwrap();
+        assert_eq!((p.decode, p.reduce_zero_label), (Decode::Luminance, true));
+        assert_eq!(
+            Schema::from_yaml(&s.to_resolved_yaml(), "s.yaml".as_ref())
+                .unwrap()
+                .columns[0]
+                .pixels,
+            Some(p)
+        );
+        assert_eq!(schema("{kind: class, num_classes: 3}").unwrap().columns[0].pixels, None);
+    }
+
+    #[test]
+    fn bad_pixel_keys_are_schema_errors() {
+        for (col, says) in [
+            (
+                "{kind: class, num_classes: 3, decode: gray}",
+                "`gray` is not a decoding",
+            ),
+            ("{kind: class, num_classes: 3, colors: {\"1,2\": 0}}", "is not a colour"),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,300\": 0}}",
+                "is not a colour",
+            ),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0.5}}",
+                "not a whole number",
+            ),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0, \"#010203\": 1}}",
+                "mapped twice",
+            ),
+            ("{kind: class, num_classes: 3, colors: {}}", "empty"),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0}, reduce_zero_label: true}",
+                "reduced classes",
+            ),
+            (
+                "{kind: class, num_classes: 3, colors: {\"1,2,3\": 0}, decode: luminance}",
+                "luminance",
+            ),
+            ("{kind: class, num_classes: 3, decode: raw, colours: {}}", "colours"),
+        ] {
+            let e = schema(col).expect_err(col);
+            assert!(e.contains(says), "{col}: {e}");
+        }
+        assert_eq!(parse_color(" 255 , 0,7 "), Some([255, 0, 7]));
+        assert_eq!(parse_color("#FFffff"), Some([255; 3]));
+        assert_eq!(parse_color("#fff"), None);
+    }
+
+    #[test]
+    fn luminance_is_pillows_integer_formula() {
+        // Pillow's L24 on the VOC palette: classes 1, 15 and 20.
+        assert_eq!(luma(128, 0, 0), 38);
+        assert_eq!(luma(192, 128, 128), 147);
+        assert_eq!(luma(0, 64, 128), 52);
+        assert_eq!(luma(255, 255, 255), 255);
+        assert_eq!(luma(0, 0, 0), 0);
+    }
+
+    #[test]
+    fn reduce_zero_label_is_mmsegmentations_arithmetic() {
+        let spec = PixelSpec {
+            reduce_zero_label: true,
+            ..PixelSpec::default()
+        };
+        let img = Image {
+            width: 4,
+            height: 1,
+            mode: Mode::L,
+            samples: Samples::U8(vec![0, 1, 254, 255]),
+            palette: Vec::new(),
+            kind: image::Kind::Png,
+            stored_bits: 8,
+        };
+        let Ok(Plane::U8(v)) = plane(img, &spec) else {
+            panic!("u8")
+        };
+        assert_eq!(v, [255, 0, 253, 255]);
+    }
+
+    #[test]
+    fn pixel_counts_keep_the_smallest_values_exactly_whatever_the_merge_order() {
+        use crate::report::{PIXEL_COUNTS, PixelEvidence};
+        let parts: Vec<Vec<(Value, u64)>> = (0..6)
+            .map(|p| {
+                (0..40)
+                    .filter(|v| (v + p) % 3 != 0)
+                    .map(|v| (Value::Int(v), (v + p) as u64))
+                    .collect()
+            })
+            .collect();
+        let mut want: BTreeMap<i128, u64> = BTreeMap::new();
+        for part in &parts {
+            for (v, n) in part {
+                let Value::Int(v) = v else { unreachable!() };
+                *want.entry(*v).or_default() += n;
+            }
+        }
+        let want: Vec<(Value, u64)> = want
+            .into_iter()
+            .take(PIXEL_COUNTS)
+            .map(|(v, n)| (Value::Int(v), n))
+            .collect();
+        for order in [[0, 1, 2, 3, 4, 5], [5, 3, 1, 0, 2, 4]] {
+            let mut all = PixelEvidence::default();
+            for i in order {
+                let mut one = PixelEvidence::default();
+                one.count(parts[i].clone());
+                let mut e = crate::report::Evidence {
+                    pixels: all.clone(),
+                    ..Default::default()
+                };
+                let o = crate::report::Evidence {
+                    pixels: one,
+                    ..Default::default()
+                };
+                e.merge(&o);
+                all = e.pixels;
+            }
+            assert_eq!(all.counts, want);
+        }
+    }
+
+    /// Truncations and bit flips of real images: each decodes or is an
+    /// error, never a panic, and never more samples than the header's size.
+    #[test]
+    fn mutated_images_never_panic() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/file");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.file_name().unwrap().to_string_lossy().starts_with("gen-image-") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap()[1..].to_vec();
+            seen += 1;
+            let mut inputs: Vec<Vec<u8>> = (0..bytes.len()).step_by(7).map(|n| bytes[..n].to_vec()).collect();
+            for i in (0..bytes.len()).step_by(3) {
+                let mut b = bytes.clone();
+                b[i] ^= 0x5a;
+                inputs.push(b);
+            }
+            for input in inputs {
+                let r = std::panic::catch_unwind(|| image::decode(&input));
+                let Ok(r) = r else {
+                    panic!("{}: a mutation panicked", path.display())
+                };
+                if let Ok(img) = r {
+                    assert!((img.width * img.height) as u64 <= image::MAX_PIXELS);
+                }
+            }
+        }
+        assert!(seen >= 8);
     }
 }

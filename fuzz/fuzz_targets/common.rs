@@ -11,6 +11,7 @@ pub fn validator() -> Validator {
   score: {kind: range, min: 0.0, max: 1.0, optional: true}
   name: {kind: class, classes: [cat, dog], optional: true}
   tokens: {kind: index, size: 1000, tokenizer_size: 900, max_length: 16, optional: true}
+  pixels: {kind: class, num_classes: 10, ignore_index: 255, optional: true}
 ";
     let schema = Schema::from_yaml(yaml, "fuzz.yaml".as_ref()).expect("the fuzz schema is valid");
     Validator::new(schema, 3)

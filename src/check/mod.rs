@@ -446,7 +446,23 @@ impl Validator {
                 column: column.to_string(),
             }));
         }
-        for e in self.check_batch(batch, 0, first_row, &mut partial.tally) {
+        // Encoded images (columns whose schema sets `decode`) go through the
+        // pixel transform first, as in a scan.
+        let positions: Vec<Option<usize>> = self
+            .columns
+            .iter()
+            .map(|c| batch.schema_ref().index_of(&c.spec.name).ok())
+            .collect();
+        let mut cols: Vec<Option<ArrayRef>> = positions.iter().map(|p| p.map(|p| batch.column(p).clone())).collect();
+        let undecoded =
+            crate::pixels::check_batch(self, batch, &positions, &mut cols, 0, first_row, &mut partial.tally);
+        for (row, _, message) in undecoded {
+            partial.errors.push(ErrorEntry::from(&crate::Error::Read {
+                path: file.to_string(),
+                source: crate::source::ReadError::new(message).at(format!("row {row}")),
+            }));
+        }
+        for e in self.check_columns(&cols, batch.num_rows(), 0, first_row, &mut partial.tally) {
             partial.errors.push(ErrorEntry::from(&crate::Error::ColumnType {
                 path: file.to_string(),
                 column: e.column,

@@ -28,7 +28,11 @@ fn pixel_hint(spec: &ColumnSpec, t: &CheckTally) -> Option<String> {
             masks(p.wide16)
         ));
     }
-    let ValueRule::Class { num_classes: n, ignore_index } = &spec.values else {
+    let ValueRule::Class {
+        num_classes: n,
+        ignore_index,
+    } = &spec.values
+    else {
         return None;
     };
     if *n == 19
@@ -58,7 +62,11 @@ fn pixel_hint(spec: &ColumnSpec, t: &CheckTally) -> Option<String> {
 /// A warning about a mask column that holds even without violations: 0/255
 /// binary masks whose 255 the loss ignores.
 pub fn pixel_warning(spec: &ColumnSpec, rule: Rule, e: &super::Evidence) -> Option<String> {
-    let ValueRule::Class { num_classes: 2, ignore_index: Some(255) } = spec.values else {
+    let ValueRule::Class {
+        num_classes: 2,
+        ignore_index: Some(255),
+    } = spec.values
+    else {
         return None;
     };
     (rule == Rule::Class && e.pixels.binary_255 > 0).then(|| {

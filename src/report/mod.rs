@@ -175,7 +175,7 @@ pub struct PixelEvidence {
     pub binary_255: u64,
     /// 16-bit images holding values above 255.
     pub wide16: u64,
-    /// Bad pixels between two different good neighbours (left/right or
+    /// Bad pixels strictly between their two neighbours (left/right or
     /// above/below): interpolation's signature.
     pub boundary: u64,
     /// Bad pixels whose neighbours were looked at.
@@ -409,6 +409,9 @@ impl From<&crate::Error> for ErrorEntry {
     }
 }
 
+/// An example as reports show it: (file path, row, value, a pixel's (x, y)).
+pub type ReportExample = (String, u64, Value, Option<(u64, u64)>);
+
 /// One check's result in the report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckReport {
@@ -419,7 +422,7 @@ pub struct CheckReport {
     /// Offending values (value rules) or rows (length rules).
     pub violations: u64,
     /// First examples, as (file path, row, value, a pixel's (x, y)).
-    pub examples: Vec<(String, u64, Value, Option<(u64, u64)>)>,
+    pub examples: Vec<ReportExample>,
     /// A pixel column's value check: the pixels of each bad value (the
     /// smallest [`PIXEL_COUNTS`] values).
     pub pixel_counts: Option<Vec<(Value, u64)>>,

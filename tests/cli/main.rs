@@ -8,6 +8,7 @@ mod filter;
 mod formats;
 mod hostile;
 mod interop;
+mod masks;
 mod mds;
 mod pipeline;
 mod precommit;

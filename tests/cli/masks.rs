@@ -1,0 +1,624 @@
+//! Segmentation masks (#14): image files written here by Pillow, tifffile
+//! and a small PNG writer (for the bit depths and interlacing Pillow does
+//! not write), read by preflight and compared value for value, pixel for
+//! pixel, with what the loaders read: `np.array(Image.open(f))`,
+//! `.convert("L")`, mmsegmentation's `reduce_zero_label` arithmetic.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::util::{Env, check};
+
+/// A PNG writer for what Pillow cannot write (2/4-bit gray, Adam7
+/// interlacing, 16-bit colour), and random fixtures of every mode.
+const WRITERS: &str = r#"
+import struct, zlib, io
+from PIL import Image
+import tifffile
+
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+
+def pack(row, bits, channels):
+    if bits == 16:
+        return b"".join(struct.pack(">H", int(v)) for v in row.reshape(-1))
+    if bits == 8:
+        return bytes(int(v) for v in row.reshape(-1))
+    out, acc, n = bytearray(), 0, 0
+    for v in row:
+        acc = (acc << bits) | int(v); n += bits
+        if n == 8:
+            out.append(acc); acc = 0; n = 0
+    if n:
+        out.append(acc << (8 - n))
+    return bytes(out)
+
+def png(path, arr, bits, color, palette=None, interlace=False, trns=None):
+    h, w = arr.shape[:2]
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[color]
+    if interlace:
+        raw = b""
+        for x0, y0, dx, dy in [(0,0,8,8),(4,0,8,8),(0,4,4,8),(2,0,4,4),(0,2,2,4),(1,0,2,2),(0,1,1,2)]:
+            sub = arr[y0::dy, x0::dx]
+            if sub.shape[0] == 0 or sub.shape[1] == 0:
+                continue
+            raw += b"".join(b"\0" + pack(r, bits, channels) for r in sub)
+    else:
+        raw = b"".join(b"\0" + pack(r, bits, channels) for r in arr)
+    d = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, bits, color, 0, 0, 1 if interlace else 0))
+    if palette is not None:
+        d += chunk(b"PLTE", bytes(palette))
+    if trns is not None:
+        d += chunk(b"tRNS", trns)
+    d += chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    open(path, "wb").write(d)
+
+def expected(path):
+    im = Image.open(path)
+    out = {}
+    a = np.array(im)
+    if a.ndim == 2:
+        out["raw"] = a.astype(float if a.dtype.kind == "f" else np.int64).tolist()
+        if a.dtype.kind in "bu" and a.dtype.itemsize == 1:
+            g = a.astype(np.uint8).copy()
+            g[g == 0] = 255; g = g - 1; g[g == 254] = 255
+            out["reduce"] = g.astype(np.int64).tolist()
+    out["lum"] = np.array(im.convert("L")).astype(np.int64).tolist()
+    return out
+"#;
+
+/// Writes every fixture into `m/` and what Pillow reads into `expected.json`.
+fn write_fixtures(env: &Env, seed: u64) {
+    env.python(&format!(
+        r#"{WRITERS}
+rng = np.random.default_rng({seed})
+os.makedirs("m", exist_ok=True)
+def size():
+    return int(rng.integers(1, 40)), int(rng.integers(1, 40))
+def pal(n):
+    return rng.integers(0, 256, 3 * n, dtype=np.uint8).tolist()
+for bits in (1, 2, 4, 8):
+    h, w = size()
+    png(f"m/p{{bits}}.png", rng.integers(0, 2 ** bits, (h, w)), bits, 3, pal(2 ** bits))
+    h, w = size()
+    png(f"m/l{{bits}}.png", rng.integers(0, 2 ** bits, (h, w)), bits, 0)
+    h, w = size()
+    png(f"m/p{{bits}}i.png", rng.integers(0, 2 ** bits, (h, w)), bits, 3, pal(2 ** bits), interlace=True)
+h, w = size()
+png("m/l16.png", rng.integers(0, 65536, (h, w)), 16, 0)
+png("m/l16i.png", rng.integers(0, 400, (h, w)), 16, 0, interlace=True)
+png("m/l2i.png", rng.integers(0, 4, (33, 17)), 2, 0, interlace=True)
+png("m/trns.png", rng.integers(0, 6, (9, 11)), 8, 3, pal(6), trns=bytes([0, 128, 255]))
+png("m/l8trns.png", rng.integers(0, 256, (5, 3)), 8, 0, trns=struct.pack(">H", 7))
+png("m/la.png", rng.integers(0, 256, (6, 7, 2)), 8, 4)
+png("m/rgb.png", rng.integers(0, 256, (6, 7, 3)), 8, 2)
+png("m/rgba.png", rng.integers(0, 256, (6, 7, 4)), 8, 6)
+png("m/rgb16.png", rng.integers(0, 65536, (5, 4, 3)), 16, 2)
+png("m/one.png", rng.integers(0, 2, (13, 19)), 1, 0)
+# Pillow's own writers
+a = rng.integers(0, 21, (17, 23)).astype(np.uint8)
+im = Image.fromarray(a, "L").convert("P"); im.putpalette(pal(256)); im.save("m/pillow_p.png")
+im.save("m/pillow_p_trns.png", transparency=0)
+Image.fromarray(a).save("m/pillow_l.png")
+Image.fromarray(a.astype(bool)).save("m/pillow_1.png")
+Image.fromarray(a).save("m/pillow_l.bmp")
+im.save("m/pillow_p.bmp")
+Image.fromarray(a.astype(bool)).save("m/pillow_1.bmp")
+Image.fromarray(rng.integers(0, 256, (7, 5, 3), dtype=np.uint8)).save("m/pillow_rgb.bmp")
+tifffile.imwrite("m/t8.tif", rng.integers(0, 256, (7, 9), dtype=np.uint8))
+tifffile.imwrite("m/t16.tif", rng.integers(0, 65536, (7, 9), dtype=np.uint16))
+tifffile.imwrite("m/t16s.tif", rng.integers(-300, 300, (7, 9), dtype=np.int16))
+tifffile.imwrite("m/t32.tif", rng.integers(-1000, 1000, (7, 9), dtype=np.int32))
+tifffile.imwrite("m/tf.tif", (rng.integers(-20, 300, (7, 9)) / 2).astype(np.float32))
+tifffile.imwrite("m/t8z.tif", rng.integers(0, 256, (31, 3), dtype=np.uint8), compression="zlib")
+tifffile.imwrite("m/trgb.tif", rng.integers(0, 256, (4, 5, 3), dtype=np.uint8), photometric="rgb")
+json.dump({{f: expected("m/" + f) for f in sorted(os.listdir("m"))}}, open("expected.json", "w"))
+"#
+    ));
+}
+
+/// Every pixel preflight reports for a rule nothing passes: per file, the
+/// image as rows of values (None where the file was an error).
+fn decoded(env: &Env, decode: &str) -> (BTreeMap<String, Vec<Vec<f64>>>, Vec<String>) {
+    env.write(
+        "all.yaml",
+        &format!("version: 1\ncolumns:\n  pixels: {{kind: values, allowed: [-7777777], {decode}}}\n"),
+    );
+    let r = env.run(&[
+        "check",
+        "-s",
+        "all.yaml",
+        "m",
+        "--format",
+        "json",
+        "--max-examples",
+        "100000000",
+    ]);
+    let report = r.json();
+    let c = check(&report, "pixels", "values");
+    let mut images: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
+    for e in c["examples"].as_array().expect("examples") {
+        let file = e["file"].as_str().expect("file").trim_start_matches("m/").to_string();
+        assert_eq!(e["row"], 0);
+        let (x, y) = (
+            e["x"].as_u64().expect("x") as usize,
+            e["y"].as_u64().expect("y") as usize,
+        );
+        let rows = images.entry(file).or_default();
+        if rows.len() == y {
+            rows.push(Vec::new());
+        }
+        assert_eq!((rows.len() - 1, rows[y].len()), (y, x), "pixels come in (y, x) order");
+        rows[y].push(e["value"].as_f64().expect("number"));
+    }
+    let errors = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["file"].as_str().unwrap_or("").trim_start_matches("m/").to_string())
+        .collect();
+    (images, errors)
+}
+
+fn as_rows(v: &Value) -> Vec<Vec<f64>> {
+    v.as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .expect("row")
+                .iter()
+                .map(|x| x.as_f64().expect("number"))
+                .collect()
+        })
+        .collect()
+}
+
+fn compare_all(env: &Env) {
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("expected.json")).expect("expected")).expect("json");
+    let expected = expected.as_object().expect("object");
+    for (decode, key) in [
+        ("decode: raw", "raw"),
+        ("decode: luminance", "lum"),
+        ("reduce_zero_label: true", "reduce"),
+    ] {
+        let (images, errors) = decoded(env, decode);
+        let mut compared = 0;
+        for (file, want) in expected {
+            match want.get(key) {
+                Some(w) => {
+                    let got = images
+                        .get(file)
+                        .unwrap_or_else(|| panic!("{file} ({decode}): no pixels read"));
+                    assert_eq!(got, &as_rows(w), "{file} ({decode}) differs from Pillow's reading");
+                    compared += 1;
+                }
+                None if key == "raw" => {
+                    assert!(
+                        errors.contains(file),
+                        "{file}: a multi-channel image read raw is an error"
+                    )
+                }
+                None => {}
+            }
+        }
+        assert!(compared >= 20, "{decode}: only {compared} fixtures compared");
+    }
+}
+
+#[test]
+fn every_mode_decodes_exactly_as_pillow_reads_it() {
+    let env = Env::new();
+    write_fixtures(&env, 14);
+    compare_all(&env);
+}
+
+#[test]
+fn random_images_of_every_mode_decode_as_pillow_reads_them() {
+    // A property test: random sizes, values and palettes over several seeds.
+    for seed in [1, 2, 3] {
+        let env = Env::new();
+        write_fixtures(&env, seed);
+        compare_all(&env);
+    }
+}
+
+#[test]
+fn planted_pixels_are_found_at_their_place_with_counts_and_hints() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+os.makedirs("d", exist_ok=True)
+a = np.zeros((37, 53), np.uint8); a[:, 20:] = 3
+a[5, 7] = 150; a[30, 52] = 150; a[0, 0] = 21; a[36, 0] = 255
+Image.fromarray(a).save("d/a.png")
+b = np.full((3, 5), 20, np.uint8); b[2, 4] = 200
+im = Image.fromarray(b, "L").convert("P"); im.putpalette(list(range(256)) * 3); im.save("d/b.png")
+Image.fromarray(np.zeros((4, 4), np.uint8)).save("d/clean.png")
+open("d/notes.txt", "w").write("not a mask")
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 21, ignore_index: 255}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "d"], 1);
+    assert_eq!(report["files"], 3, "the text file is skipped: {report:#}");
+    assert_eq!(report["rows"], 3);
+    let c = check(&report, "pixels", "class");
+    assert_eq!(c["violations"], 4);
+    let ex: Vec<(String, u64, u64, u64)> = c["examples"]
+        .as_array()
+        .expect("examples")
+        .iter()
+        .map(|e| {
+            (
+                e["file"].as_str().expect("file").to_string(),
+                e["x"].as_u64().expect("x"),
+                e["y"].as_u64().expect("y"),
+                e["value"].as_u64().expect("value"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ex,
+        [
+            ("d/a.png".to_string(), 0, 0, 21),
+            ("d/a.png".to_string(), 7, 5, 150),
+            ("d/a.png".to_string(), 52, 30, 150),
+            ("d/b.png".to_string(), 4, 2, 200),
+        ]
+    );
+    assert_eq!(
+        c["pixel_counts"],
+        serde_json::json!([{"value": 21, "pixels": 1}, {"value": 150, "pixels": 2}, {"value": 200, "pixels": 1}])
+    );
+    // --jobs gives the same document; the human report says x and y.
+    for jobs in ["1", "3"] {
+        let again = env.check_json(&["-s", "s.yaml", "d", "--jobs", jobs], 1);
+        assert_eq!(again, report);
+    }
+    let human = env.run(&["check", "-s", "s.yaml", "d", "--no-progress"]);
+    assert!(human.stdout.contains("d/a.png:0 (x=7, y=5): 150"), "{}", human.stdout);
+    assert!(human.stdout.contains("150: 2 pixels"), "{}", human.stdout);
+    // --violations-out: every pixel with x and y.
+    let run = env.run(&[
+        "check",
+        "-s",
+        "s.yaml",
+        "d",
+        "--violations-out",
+        "v.jsonl",
+        "--no-progress",
+    ]);
+    assert_eq!(run.code, 1);
+    let lines: Vec<Value> = std::fs::read_to_string(env.path("v.jsonl"))
+        .expect("violations")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[1]["x"], 7);
+    assert_eq!(lines[1]["y"], 5);
+    assert!(lines[1].get("position").is_none());
+    // Partials merge to the same report.
+    let p1 = env.run(&["check", "-s", "s.yaml", "d/a.png", "--format", "json", "--partial"]);
+    let p2 = env.run(&[
+        "check",
+        "-s",
+        "s.yaml",
+        "d/b.png",
+        "d/clean.png",
+        "--format",
+        "json",
+        "--partial",
+    ]);
+    std::fs::write(env.path("p1.json"), &p1.stdout).expect("write");
+    std::fs::write(env.path("p2.json"), &p2.stdout).expect("write");
+    let merged = env.run(&["merge", "p2.json", "p1.json", "--format", "json"]);
+    let merged = merged.json();
+    assert_eq!(check(&merged, "pixels", "class"), c);
+}
+
+#[test]
+fn mask_hints_and_the_binary_mask_warning() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+os.makedirs("bin", exist_ok=True); os.makedirs("city", exist_ok=True); os.makedirs("voc", exist_ok=True)
+os.makedirs("jpg", exist_ok=True); os.makedirs("wide", exist_ok=True); os.makedirs("resized", exist_ok=True)
+m = np.zeros((8, 8), np.uint8); m[2:6, 2:6] = 255
+Image.fromarray(m).save("bin/a.png")
+c = np.arange(64, dtype=np.uint8).reshape(8, 8) % 34
+Image.fromarray(c).save("city/a.png")
+v = np.zeros((6, 6), np.uint8); v[1:3, 1:3] = 1; v[4:, 4:] = 15
+im = Image.fromarray(v, "P"); pal = [0] * 768; pal[3:6] = [128, 0, 0]; pal[45:48] = [192, 128, 128]
+im.putpalette(pal); im.save("voc/a.png")
+Image.fromarray(m // 255 * 3).save("jpg/a.jpg", quality=75)
+Image.fromarray(np.array([[300, 1], [2, 0]], np.uint16)).save("wide/a.png")
+r = np.zeros((16, 16), np.uint8); r[:, 8:] = 255
+Image.fromarray(r).resize((23, 23), Image.BILINEAR).save("resized/a.png")
+"#,
+    );
+    let run = |dir: &str, rule: &str, code: i32| {
+        env.write("s.yaml", &format!("version: 1\ncolumns:\n  pixels: {rule}\n"));
+        env.check_json(&["-s", "s.yaml", dir], code)
+    };
+    let hint = |r: &Value| check(r, "pixels", "class")["hint"].as_str().unwrap_or("").to_string();
+    // 0/255 against 2 classes with ignore_index 255: nothing out of range, and a warning.
+    let r = run("bin", "{kind: class, num_classes: 2, ignore_index: 255}", 0);
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("only 0 and 255") && warnings.contains("ignores every foreground"),
+        "{r:#}"
+    );
+    let r = run("bin", "{kind: class, num_classes: 2}", 1);
+    assert!(hint(&r).contains("0/255"), "{r:#}");
+    let r = run("city", "{kind: class, num_classes: 19, ignore_index: 255}", 1);
+    assert!(hint(&r).contains("labelIds"), "{r:#}");
+    let r = run(
+        "voc",
+        "{kind: class, num_classes: 21, ignore_index: 255, decode: luminance}",
+        1,
+    );
+    assert!(hint(&r).contains("luminance of each palette colour"), "{r:#}");
+    let raw = run("voc", "{kind: class, num_classes: 21, ignore_index: 255}", 0);
+    assert_eq!(check(&raw, "pixels", "class")["violations"], 0);
+    let r = run("jpg", "{kind: class, num_classes: 2, ignore_index: 255}", 1);
+    assert!(hint(&r).contains("JPEG"), "{r:#}");
+    assert!(r["warnings"].to_string().contains("a JPEG mask"), "{r:#}");
+    let r = run("wide", "{kind: class, num_classes: 21, ignore_index: 255}", 1);
+    assert!(hint(&r).contains("16-bit"), "{r:#}");
+    let r = run("resized", "{kind: class, num_classes: 2, ignore_index: 255}", 1);
+    assert!(hint(&r).contains("NEAREST"), "{r:#}");
+}
+
+#[test]
+fn colour_masks_map_colours_to_classes() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+a = np.zeros((4, 6, 3), np.uint8); a[:, 3:] = (128, 64, 128); a[1, 1] = (12, 7, 200); a[3, 5] = (70, 70, 70)
+Image.fromarray(a).save("cam.png")
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  pixels:\n    kind: class\n    num_classes: 3\n    colors: {\"0,0,0\": 0, \"#804080\": 1, \"70, 70, 70\": 7}\n",
+    );
+    let r = env.check_json(&["-s", "s.yaml", "cam.png"], 1);
+    let c = check(&r, "pixels", "class");
+    assert_eq!(c["violations"], 2);
+    assert_eq!(c["examples"][0]["value"], "(12, 7, 200)");
+    assert_eq!(
+        (c["examples"][0]["x"].as_u64(), c["examples"][0]["y"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(c["examples"][1]["value"], 7);
+    // Raw reading of an RGB mask without a map is the file's error.
+    env.write(
+        "raw.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 3}\n",
+    );
+    let r = env.check_json(&["-s", "raw.yaml", "cam.png"], 2);
+    assert!(
+        r["errors"][0]["message"].as_str().unwrap_or("").contains("RGB"),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn image_columns_in_tables_are_decoded_row_by_row() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+def png(a):
+    b = io.BytesIO(); Image.fromarray(a).save(b, format="PNG"); return b.getvalue()
+import io
+good = png(np.zeros((3, 4), np.uint8))
+bad = np.zeros((5, 6), np.uint8); bad[4, 5] = 99; bad[0, 1] = 30
+rows = [good, png(bad), None, good]
+hf = pa.array([{"bytes": r, "path": "x.png"} if r is not None else None for r in rows],
+              type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+pq.write_table(pa.table({"label": pa.array(rows, pa.binary()), "image": hf, "id": [0, 1, 2, 3]}), "t.parquet")
+pq.write_table(pa.table({"label": pa.array([good, b"not an image"], pa.binary())}), "broken.parquet")
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  label: {kind: class, num_classes: 21, ignore_index: 255, decode: raw, nullable: true}\n  image: {kind: class, num_classes: 21, ignore_index: 255, reduce_zero_label: true}\n",
+    );
+    let r = env.check_json(&["-s", "s.yaml", "t.parquet"], 1);
+    assert_eq!(r["rows"], 4);
+    let c = check(&r, "label", "class");
+    assert_eq!(c["violations"], 2);
+    let at: Vec<(u64, u64, u64, u64)> = c["examples"]
+        .as_array()
+        .expect("examples")
+        .iter()
+        .map(|e| {
+            (
+                e["row"].as_u64().unwrap_or(9),
+                e["x"].as_u64().unwrap_or(9),
+                e["y"].as_u64().unwrap_or(9),
+                e["value"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(at, [(1, 1, 0, 30), (1, 5, 4, 99)]);
+    // reduce_zero_label: 0 -> 255 (ignored), 99 -> 98, 30 -> 29; the null row is a null.
+    let c = check(&r, "image", "class");
+    assert_eq!(c["violations"], 2);
+    assert_eq!(c["examples"][0]["value"], 29);
+    assert_eq!(check(&r, "image", "null")["violations"], 1);
+    assert_eq!(check(&r, "label", "null")["violations"], 0);
+    let r = env.check_json(&["-s", "s.yaml", "broken.parquet"], 2);
+    let said = r["errors"].to_string();
+    assert!(said.contains("row 1: not an image"), "{r:#}");
+}
+
+#[test]
+fn image_files_are_searched_only_for_a_pixels_column() {
+    let env = Env::new();
+    env.python(
+        "from PIL import Image\nos.makedirs('d', exist_ok=True)\nImage.fromarray(np.zeros((2, 2), np.uint8)).save('d/readme.png')\npq.write_table(pa.table({'label': [0, 1]}), 'd/t.parquet')\n",
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+    );
+    let r = env.check_json(&["-s", "s.yaml", "d"], 0);
+    assert_eq!(r["files"], 1);
+}
+
+#[test]
+fn hostile_images_are_their_files_errors() {
+    let env = Env::new();
+    env.python(
+        r#"
+import struct, zlib
+from PIL import Image
+os.makedirs("h", exist_ok=True)
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+Image.fromarray(np.zeros((50, 50), np.uint8)).save("h/ok.png")
+good = open("h/ok.png", "rb").read()
+open("h/truncated.png", "wb").write(good[: len(good) // 2])
+bad = bytearray(good); bad[-20] ^= 0xff; open("h/crc.png", "wb").write(bytes(bad))
+sig = b"\x89PNG\r\n\x1a\n"
+open("h/huge.png", "wb").write(sig + chunk(b"IHDR", struct.pack(">IIBBBBB", 100000, 100000, 8, 0, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b""))
+# 13000 x 13000 of zeros: a decompression bomb within Pillow's limit is decoded, bounded
+raw = zlib.compressobj(9)
+data = b"".join(raw.compress(b"\0" * 13001) for _ in range(13000)) + raw.flush()
+open("h/bomb.png", "wb").write(sig + chunk(b"IHDR", struct.pack(">IIBBBBB", 13000, 13000, 8, 0, 0, 0, 0)) + chunk(b"IDAT", data) + chunk(b"IEND", b""))
+open("h/ifd.tif", "wb").write(b"II*\0" + struct.pack("<I", 0xfffffff0) + b"\0" * 16)
+open("h/empty.bmp", "wb").write(b"BM" + b"\0" * 10)
+open("h/junk.jpg", "wb").write(b"\xff\xd8\xff" + bytes(range(256)) * 4)
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 2}\n",
+    );
+    let (code, peak_kb, out) = env.peak(&["check", "-s", "s.yaml", "h", "--format", "json"]);
+    assert_eq!(code, 2, "{out}");
+    let r: Value = serde_json::from_str(&out).expect("json");
+    let failed: Vec<&str> = r["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["file"].as_str().unwrap_or(""))
+        .collect();
+    for f in [
+        "h/crc.png",
+        "h/empty.bmp",
+        "h/huge.png",
+        "h/ifd.tif",
+        "h/junk.jpg",
+        "h/truncated.png",
+    ] {
+        assert!(failed.contains(&f), "{f} is not an error: {r:#}");
+    }
+    assert!(
+        !failed.contains(&"h/ok.png") && !failed.contains(&"h/bomb.png"),
+        "{r:#}"
+    );
+    // The bomb's 169 MB of pixels are the bound; nothing holds the 10^10 the huge PNG claims.
+    assert!(peak_kb < 600_000, "peak RSS {peak_kb} KB");
+}
+
+#[test]
+fn lossy_masks_decode_close_to_pillow_and_always_warn() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+rng = np.random.default_rng(3)
+os.makedirs("j", exist_ok=True)
+Image.fromarray((rng.integers(0, 4, (37, 29)) * 60).astype(np.uint8)).save("j/g.jpg", quality=90)
+Image.fromarray(rng.integers(0, 256, (13, 17, 3), dtype=np.uint8)).save("j/c.jpg", quality=90)
+Image.fromarray(rng.integers(0, 256, (13, 17, 3), dtype=np.uint8)).save("j/c.webp", quality=90)
+Image.fromarray(rng.integers(0, 256, (13, 17, 3), dtype=np.uint8)).save("j/l.webp", lossless=True)
+json.dump({f: np.array(Image.open("j/" + f).convert("L")).tolist() for f in sorted(os.listdir("j"))}, open("lum.json", "w"))
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: values, allowed: [-7], decode: luminance}\n",
+    );
+    let r = env.check_json(&["-s", "s.yaml", "j", "--max-examples", "100000"], 1);
+    let want: BTreeMap<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(env.path("lum.json")).expect("lum")).expect("json");
+    for (file, rows) in &want {
+        let rows = as_rows(rows);
+        let mut max_diff: f64 = 0.0;
+        let mut seen = 0;
+        for e in check(&r, "pixels", "values")["examples"].as_array().expect("examples") {
+            if e["file"].as_str() != Some(&format!("j/{file}")) {
+                continue;
+            }
+            let (x, y) = (
+                e["x"].as_u64().unwrap_or(0) as usize,
+                e["y"].as_u64().unwrap_or(0) as usize,
+            );
+            max_diff = max_diff.max((rows[y][x] - e["value"].as_f64().unwrap_or(-1.0)).abs());
+            seen += 1;
+        }
+        assert_eq!(seen, rows.len() * rows[0].len(), "{file}: every pixel");
+        // WebP through image-webp is exact; zune-jpeg's IDCT differs from
+        // libjpeg-turbo's by at most one step on a few pixels.
+        let bound = if file.ends_with(".webp") { 0.0 } else { 1.0 };
+        assert!(max_diff <= bound, "{file}: differs from Pillow by {max_diff}");
+        assert!(r["warnings"].to_string().contains(&format!("j/{file}: a ")), "{r:#}");
+    }
+}
+
+#[test]
+fn init_on_a_mask_folder_proposes_decode_classes_and_ignore_255() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+os.makedirs("voc", exist_ok=True); os.makedirs("cam", exist_ok=True); os.makedirs("model", exist_ok=True)
+for i in range(3):
+    a = np.zeros((6, 6), np.uint8); a[1:3, 1:3] = i + 4; a[5, 5] = 255
+    im = Image.fromarray(a, "P"); im.putpalette(list(range(256)) * 3); im.save(f"voc/{i}.png")
+Image.fromarray((np.eye(4) * 255).astype(np.uint8)).save("voc/bin.png")
+c = np.zeros((3, 3, 3), np.uint8); c[0] = (128, 64, 128); c[2] = (70, 70, 70)
+Image.fromarray(c).save("cam/a.png")
+json.dump({"model_type": "segformer", "id2label": {str(i): str(i) for i in range(150)}}, open("model/config.json", "w"))
+"#,
+    );
+    let run = env.run(&["init", "voc", "-o", "voc.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(env.path("voc.yaml")).expect("schema");
+    for want in [
+        "  pixels:\n    kind: class\n    num_classes: 7  # observed classes 0..=6",
+        "ignore_index: 255",
+        "decode: raw  # palette masks",
+        "WARNING: 1 of 4 masks hold only 0 and 255",
+    ] {
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+    }
+    assert!(!text.contains("not checked"), "{text}");
+    env.check_json(&["-s", "voc.yaml", "voc"], 0);
+    let run = env.run(&["init", "voc", "--model", "model", "-o", "model.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(env.path("model.yaml")).expect("schema");
+    assert!(
+        text.contains("num_classes: {hf_config: model, key: num_labels}"),
+        "{text}"
+    );
+    env.check_json(&["-s", "model.yaml", "voc"], 0);
+    let run = env.run(&["init", "cam", "-o", "cam.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(env.path("cam.yaml")).expect("schema");
+    assert!(text.contains("colors:") && text.contains("\"128,64,128\": 2"), "{text}");
+    env.check_json(&["-s", "cam.yaml", "cam"], 0);
+}
