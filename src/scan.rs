@@ -13,7 +13,7 @@ use crate::check::Validator;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::{ErrorEntry, Partial, Tally};
-use crate::source::layouts::discover::DataFile;
+use crate::source::layouts::discover::{DataFile, FolderLabel};
 use crate::source::{self, Source};
 
 /// How a scan runs.
@@ -154,6 +154,9 @@ pub struct WorkUnit {
     /// Set for a path that matched nothing: checking the unit reports this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For an image of an image folder: (class index, class name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<(i64, String)>,
 }
 
 /// Splits `files` into units of work: a file of at least `split_bytes`
@@ -165,7 +168,9 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64) -> Vec<WorkUnit> {
         .par_iter()
         .flat_map_iter(|f| {
             let bytes = std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0);
-            let units = if bytes >= split_bytes {
+            let units = if f.label.is_some() {
+                1
+            } else if bytes >= split_bytes {
                 source::guarded(|| source::open(&f.path)).map_or(1, |s| s.units())
             } else {
                 1
@@ -177,6 +182,7 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64) -> Vec<WorkUnit> {
                 unit,
                 bytes,
                 error: None,
+                class: f.label.as_ref().map(|l| (l.index, l.class.to_string())),
             };
             let list: Vec<WorkUnit> = if whole {
                 vec![make(None)]
@@ -209,6 +215,10 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
                 files.push(DataFile {
                     display: u.file.clone(),
                     path: u.path.clone(),
+                    label: u.class.as_ref().map(|(index, class)| FolderLabel {
+                        index: *index,
+                        class: class.as_str().into(),
+                    }),
                 });
                 only.push(Some(Vec::new()));
                 files.len() - 1
@@ -235,10 +245,16 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
         path: file.display.clone(),
         source,
     };
-    let hints = source::Hints::from_schema(validator.schema());
-    let source = match source::guarded(|| source::open_with(&file.path, &hints)) {
-        Ok(s) => s,
-        Err(e) => return (None, vec![read_err(e)]),
+    // An image of an image folder is a row built from the listing.
+    let source: Box<dyn Source> = match &file.label {
+        Some(label) => Box::new(source::layouts::image_folder::ImageRow::new(label)),
+        None => {
+            let hints = source::Hints::from_schema(validator.schema());
+            match source::guarded(|| source::open_with(&file.path, &hints)) {
+                Ok(s) => s,
+                Err(e) => return (None, vec![read_err(e)]),
+            }
+        }
     };
     let names = source.columns();
     let mut projection = Vec::new();

@@ -25,6 +25,7 @@ pub(crate) struct RawSchema {
 pub(crate) struct RawDataset {
     #[serde(default)]
     pub files: Vec<String>,
+    pub layout: Option<super::Layout>,
 }
 
 /// The `columns` mapping, in the order it was written (the report's order).
@@ -88,6 +89,15 @@ pub(crate) struct RawColumn {
     pub nullable: Option<bool>,
     pub optional: Option<bool>,
     pub dtype: Option<String>,
+    pub coco_mapping: Option<RawCocoMapping>,
+}
+
+/// `coco_mapping`: `contiguous`, or `{by_name: [names] | FILE}`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawCocoMapping {
+    Name(String),
+    ByName { by_name: RawClasses },
 }
 
 /// Distinguishes a key written as `null` (`Some(None)`) from an absent key.
@@ -100,7 +110,7 @@ where
 }
 
 /// String class names: a list, or a file with one name a line.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum RawClasses {
     List(Vec<String>),
@@ -161,6 +171,7 @@ pub(crate) struct Reference {
     pub vocab_file: Option<String>,
     pub class_names: Option<String>,
     pub nanogpt_meta: Option<String>,
+    pub yolo_data: Option<String>,
     pub offset: Option<i64>,
 }
 

@@ -185,6 +185,12 @@ pub enum Format {
     /// (`dtype:` from the schema). Searched for only when the schema has a
     /// `tokens` column.
     TokenBin,
+    /// A COCO annotation file (`.json` holding `images`, `annotations` and
+    /// `categories`): a table of its annotations. Searched for only when
+    /// its content is COCO.
+    Coco,
+    /// A YOLO label file (`.txt`), with `dataset: {layout: yolo}`.
+    Yolo,
 }
 
 impl Format {
@@ -199,6 +205,7 @@ impl Format {
                     && !path.parent().is_some_and(|d| d.join("index.json").is_file())
             }
             Format::Mds => formats::mds::searched(path),
+            Format::Coco => formats::coco::is_coco(path),
             _ => true,
         }
     }
@@ -227,6 +234,7 @@ impl Format {
             "npy" => Some(Format::Npy),
             "npz" => Some(Format::Npz),
             "bin" => Some(Format::TokenBin),
+            "json" => Some(Format::Coco),
             _ => None,
         }
     }
@@ -262,6 +270,10 @@ pub struct Hints {
     /// The schema's column names: a directory search picks up files that
     /// only some schemas use (token `.bin` files) only for these.
     pub columns: Vec<String>,
+    /// `dataset.layout`: image folders, YOLO label files.
+    pub layout: Option<crate::schema::Layout>,
+    /// (column, `coco_mapping:`): how a COCO file maps category ids.
+    pub coco_mappings: Vec<(String, crate::schema::CocoMapping)>,
 }
 
 impl Hints {
@@ -274,6 +286,12 @@ impl Hints {
                 .filter_map(|c| c.dtype.clone().map(|d| (c.name.clone(), d)))
                 .collect(),
             columns: schema.columns.iter().map(|c| c.name.clone()).collect(),
+            layout: schema.layout,
+            coco_mappings: schema
+                .columns
+                .iter()
+                .filter_map(|c| c.coco_mapping.clone().map(|m| (c.name.clone(), m)))
+                .collect(),
         }
     }
 
@@ -301,7 +319,13 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         };
         return Err(ReadError::new(format!("{what}: preflight reads regular files only")));
     }
-    match Format::from_path(path).or_else(|| Format::from_content(path)) {
+    let yolo = hints.layout == Some(crate::schema::Layout::Yolo) && formats::yolo::is_label_name(path);
+    let format = if yolo {
+        Some(Format::Yolo)
+    } else {
+        Format::from_path(path).or_else(|| Format::from_content(path))
+    };
+    match format {
         Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open(path)?)),
         Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(path)?)),
         Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(path)?)),
@@ -315,6 +339,10 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
         })?)),
         Some(Format::TokenBin) => formats::tokenbin::open(path, hints.dtype(formats::tokenbin::TOKENS)),
+        Some(Format::Coco) => Ok(Box::new(formats::coco::CocoSource::open_with(path, &|c| {
+            hints.coco_mappings.iter().find(|(n, _)| n == c).map(|(_, m)| m.clone())
+        })?)),
+        Some(Format::Yolo) => Ok(Box::new(formats::yolo::YoloSource::open(path)?)),
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),
