@@ -87,6 +87,10 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             })
         }
     };
+    // Image folders, YOLO label trees and COCO files have their own proposal.
+    if let Some(layout) = crate::source::layouts::propose::propose(paths, schema_dir) {
+        return layout;
+    }
     let (files, errors) = discover::discover(paths);
     if let Some(e) = errors.first() {
         return Err(e.to_string());

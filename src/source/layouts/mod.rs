@@ -3,3 +3,4 @@
 
 pub mod discover;
 pub mod image_folder;
+pub mod propose;
