@@ -43,8 +43,9 @@ const SNIFF_BYTES: usize = 64 << 10;
 
 /// Whether a `.json` file found in a directory search is a COCO file: its
 /// first bytes open an object and name one of the COCO keys, and its
-/// top-level keys (values skipped) include all three. Other JSON
-/// (`state.json`, `index.json`, configs) is skipped.
+/// top-level keys (values skipped) include all three, or it does not parse
+/// (then opening it is the file's error). Other JSON (`state.json`,
+/// `index.json`, configs) is skipped.
 pub fn is_coco(path: &Path) -> bool {
     let Ok(mut file) = std::fs::File::open(path) else { return false };
     let mut head = vec![0u8; SNIFF_BYTES];
@@ -57,12 +58,14 @@ pub fn is_coco(path: &Path) -> bool {
     if !text.starts_with(b"{") || !names_one {
         return false;
     }
-    let Ok(bytes) = std::fs::read(path) else { return false };
+    let Ok(bytes) = std::fs::read(path) else { return true };
     let mut keys = Keys::default();
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     let mut de = serde_json::Deserializer::from_slice(body);
-    KeysSeed(&mut keys).deserialize(&mut de).is_ok()
-        && ["images", "annotations", "categories"]
+    // A file that starts like COCO but does not parse is picked up: opening
+    // it reports why (a truncated annotation file must not pass unseen).
+    KeysSeed(&mut keys).deserialize(&mut de).is_err()
+        || ["images", "annotations", "categories"]
             .iter()
             .all(|k| keys.names.iter().any(|n| n == k))
 }
