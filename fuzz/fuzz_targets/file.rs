@@ -11,8 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use preflight::source;
 
-const EXTENSIONS: [&str; 13] = [
+const EXTENSIONS: [&str; 15] = [
     "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
+    "json", "txt",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -83,6 +84,9 @@ fuzz_target!(|data: &[u8]| {
             "mds" | "litdata" => vec![("raw".into(), "uint16".into())],
             _ => vec![("tokens".into(), "uint16".into())],
         },
+        // `.txt` is a YOLO label file; COCO ids are also read mapped.
+        layout: (ext == "txt").then_some(preflight::schema::Layout::Yolo),
+        coco_mappings: vec![("category_id".into(), preflight::schema::CocoMapping::Contiguous)],
         ..Default::default()
     };
     let Ok(src) = source::guarded(|| source::open_with(&path, &hints)) else {
