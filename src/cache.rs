@@ -124,7 +124,10 @@ fn file_key(f: &DataFile) -> Option<String> {
     // An image folder's row depends on the tree (its class), not the bytes.
     let identity = format!(
         "{}{}\n{}\n{} {} {} {}.{} {}.{}\n{:032x}",
-        f.label.as_ref().map(|l| format!("{} {}\n", l.index, l.class)).unwrap_or_default(),
+        f.label
+            .as_ref()
+            .map(|l| format!("{} {}\n", l.index, l.class))
+            .unwrap_or_default(),
         f.display,
         canonical.display(),
         meta.dev(),

@@ -50,7 +50,8 @@ fn resolve_ref(r: &Reference, base: &Path, key_path: &str, schema: &Path) -> Res
     .count();
     if sources != 1 {
         return Err(schema_err(
-            "a reference needs exactly one of hf_config, tokenizer, vocab_file, class_names, nanogpt_meta, yolo_data".into(),
+            "a reference needs exactly one of hf_config, tokenizer, vocab_file, class_names, nanogpt_meta, yolo_data"
+                .into(),
         ));
     }
     if r.key.is_some() && r.hf_config.is_none() {
@@ -294,7 +295,10 @@ fn yolo_classes(file: &Path) -> Result<i128, Error> {
     let data: Data = serde_saphyr::from_str(&text).map_err(|e| err(format!("not a YOLO dataset YAML: {e}")))?;
     let nc = data
         .nc
-        .map(|n| n.as_whole().ok_or_else(|| err(format!("nc is {n}, not a whole number"))))
+        .map(|n| {
+            n.as_whole()
+                .ok_or_else(|| err(format!("nc is {n}, not a whole number")))
+        })
         .transpose()?;
     match (data.names, nc) {
         (Some(Count(n)), Some(nc)) if n as i128 != nc => Err(err(format!(

@@ -654,7 +654,8 @@ fn validate_column(
             if !matches!(values, ValueRule::Class { .. }) {
                 return Err(err(
                     "coco_mapping",
-                    "`coco_mapping` maps COCO category ids to class indices: it needs kind `class` with num_classes".into(),
+                    "`coco_mapping` maps COCO category ids to class indices: it needs kind `class` with num_classes"
+                        .into(),
                 ));
             }
             Some(match m {
@@ -662,7 +663,9 @@ fn validate_column(
                 raw::RawCocoMapping::Name(n) => {
                     return Err(err(
                         "coco_mapping",
-                        format!("`{n}` is not a mapping: write `contiguous` (detectron2) or {{by_name: [names]}} (mmdetection); leave it out for raw ids (torchvision)"),
+                        format!(
+                            "`{n}` is not a mapping: write `contiguous` (detectron2) or {{by_name: [names]}} (mmdetection); leave it out for raw ids (torchvision)"
+                        ),
                     ));
                 }
                 raw::RawCocoMapping::ByName { by_name } => {

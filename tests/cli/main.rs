@@ -8,6 +8,7 @@ mod filter;
 mod formats;
 mod hostile;
 mod interop;
+mod layouts;
 mod mds;
 mod pipeline;
 mod precommit;

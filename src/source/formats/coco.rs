@@ -47,7 +47,9 @@ const SNIFF_BYTES: usize = 64 << 10;
 /// (then opening it is the file's error). Other JSON (`state.json`,
 /// `index.json`, configs) is skipped.
 pub fn is_coco(path: &Path) -> bool {
-    let Ok(mut file) = std::fs::File::open(path) else { return false };
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
     let mut head = vec![0u8; SNIFF_BYTES];
     let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
     let head = &head[..n];
@@ -89,7 +91,11 @@ impl CategoryMap {
     /// The mapping a framework builds from `categories`.
     fn new(mapping: &CocoMapping, categories: &[Category]) -> CategoryMap {
         let ids = |keep: &dyn Fn(&Category) -> bool| -> Vec<i128> {
-            categories.iter().filter(|c| keep(c)).filter_map(|c| whole(&c.id)).collect()
+            categories
+                .iter()
+                .filter(|c| keep(c))
+                .filter_map(|c| whole(&c.id))
+                .collect()
         };
         let order = match mapping {
             // detectron2: cat_ids = sorted(coco_api.getCatIds())
@@ -101,7 +107,11 @@ impl CategoryMap {
             // mmdet: coco.get_cat_ids(cat_names=classes), in categories' order
             // (pycocotools' getCatIds; an empty list means every category).
             CocoMapping::ByName(names) => ids(&|c| {
-                names.is_empty() || c.name.as_ref().and_then(Value::as_str).is_some_and(|n| names.iter().any(|x| x == n))
+                names.is_empty()
+                    || c.name
+                        .as_ref()
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| names.iter().any(|x| x == n))
             }),
         };
         // {cat_id: i for i, cat_id in enumerate(cat_ids)}: a repeated id keeps its last index.
@@ -382,7 +392,8 @@ impl<'de> Visitor<'de> for &mut ReadPass<'_> {
             row += 1;
             rows += 1;
             if rows >= BATCH_ROWS || elements >= BATCH_ELEMENTS {
-                let batch = textcol::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
+                let batch =
+                    textcol::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
                 (self.sink)(batch).map_err(|e| stop(self, e))?;
                 first_row = row;
                 (rows, elements) = (0, 0);

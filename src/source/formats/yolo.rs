@@ -209,8 +209,15 @@ fn verdict(lines: &[Line], segments: bool, blank_inside: bool) -> Option<String>
     // `points.max() <= 1.01` is false when a NaN is present (max is NaN).
     let coords = rows.iter().flat_map(|r| r[1..].iter().map(|v| v.unwrap_or(f32::NAN)));
     if coords.clone().any(|v| v.is_nan() || v > MAX_COORD) {
-        let bad: Vec<String> = coords.filter(|v| !(*v <= MAX_COORD)).take(3).map(|v| v.to_string()).collect();
-        return Some(format!("non-normalized or out of bounds coordinates [{}]", bad.join(", ")));
+        let bad: Vec<String> = coords
+            .filter(|v| !(*v <= MAX_COORD))
+            .take(3)
+            .map(|v| v.to_string())
+            .collect();
+        return Some(format!(
+            "non-normalized or out of bounds coordinates [{}]",
+            bad.join(", ")
+        ));
     }
     if flat().any(|v| v < 0.0) {
         let bad: Vec<String> = flat().filter(|v| *v < 0.0).take(3).map(|v| v.to_string()).collect();

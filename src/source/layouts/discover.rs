@@ -112,9 +112,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
                     for p in paths {
                         match p {
                             Ok(p) if p.is_dir() => walk(&p, columns, yolo, &mut files, &mut errors),
-                            Ok(p) if picked(&p, columns, yolo) => {
-                                files.push(DataFile::new(p))
-                            }
+                            Ok(p) if picked(&p, columns, yolo) => files.push(DataFile::new(p)),
                             Ok(_) => {}
                             Err(e) => errors.push(Error::Discover {
                                 path: e.path().to_string_lossy().into_owned(),
@@ -205,9 +203,7 @@ fn walk(dir: &Path, columns: &[String], yolo: bool, files: &mut Vec<DataFile>, e
         .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
     for entry in walker {
         match entry {
-            Ok(e)
-                if e.file_type().is_file() && picked(e.path(), columns, yolo) =>
-            {
+            Ok(e) if e.file_type().is_file() && picked(e.path(), columns, yolo) => {
                 files.push(DataFile::new(e.into_path()));
             }
             Ok(_) => {}

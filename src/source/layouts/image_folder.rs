@@ -36,7 +36,9 @@ use crate::error::Error;
 use crate::source::{Batch, ReadError, Source};
 
 /// torchvision's `IMG_EXTENSIONS`, matched against the lower-cased name.
-pub const IMG_EXTENSIONS: [&str; 9] = [".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"];
+pub const IMG_EXTENSIONS: [&str; 9] = [
+    ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp",
+];
 
 /// The column holding the class index.
 pub const LABEL: &str = "label";
@@ -62,9 +64,9 @@ pub struct Listing {
 pub fn is_image_name(name: &std::ffi::OsStr) -> bool {
     let bytes = name.as_encoded_bytes();
     if bytes.is_ascii() {
-        return IMG_EXTENSIONS.iter().any(|e| {
-            bytes.len() >= e.len() && bytes[bytes.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes())
-        });
+        return IMG_EXTENSIONS
+            .iter()
+            .any(|e| bytes.len() >= e.len() && bytes[bytes.len() - e.len()..].eq_ignore_ascii_case(e.as_bytes()));
     }
     // Python's str.lower() is Unicode lower-casing ('İ' becomes two chars).
     let lower = name.to_string_lossy().to_lowercase();
@@ -186,7 +188,12 @@ fn tree_notes(classes: &[String], loose: usize) -> Vec<String> {
     }
     let numbers: Vec<u128> = classes.iter().filter_map(|c| c.parse::<u128>().ok()).collect();
     if numbers.len() == classes.len() && numbers.len() > 1 && numbers.windows(2).any(|w| w[0] > w[1]) {
-        let shown: Vec<String> = classes.iter().take(12).enumerate().map(|(i, c)| format!("{c}→{i}")).collect();
+        let shown: Vec<String> = classes
+            .iter()
+            .take(12)
+            .enumerate()
+            .map(|(i, c)| format!("{c}→{i}"))
+            .collect();
         notes.push(format!(
             "class folders have numeric names, which torchvision sorts as strings ({}{}): the class index is not the number in the name (timm sorts naturally)",
             shown.join(", "),
@@ -292,7 +299,9 @@ impl Source for ImageRow {
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
         if unit != 0 {
-            return Err(ReadError::new(format!("no unit {unit}: an image folder row is one unit")));
+            return Err(ReadError::new(format!(
+                "no unit {unit}: an image folder row is one unit"
+            )));
         }
         let mut fields = Vec::with_capacity(projection.len());
         let mut columns: Vec<arrow::array::ArrayRef> = Vec::with_capacity(projection.len());
@@ -351,7 +360,10 @@ mod tests {
         let classes: Vec<String> = [".ipynb_checkpoints", "cat", "dog"].map(String::from).to_vec();
         let notes = tree_notes(&classes, 0);
         assert_eq!(notes.len(), 1);
-        assert!(notes[0].contains("`.ipynb_checkpoints` gets class index 0"), "{notes:?}");
+        assert!(
+            notes[0].contains("`.ipynb_checkpoints` gets class index 0"),
+            "{notes:?}"
+        );
         let numeric: Vec<String> = ["1", "10", "2"].map(String::from).to_vec();
         assert!(tree_notes(&numeric, 0)[0].contains("1→0, 10→1, 2→2"));
         let sorted: Vec<String> = ["1", "2", "3"].map(String::from).to_vec();

@@ -63,21 +63,32 @@ fn yolo_data(p: &Path) -> Option<PathBuf> {
     let has_labels = walkdir::WalkDir::new(p).into_iter().flatten().any(|e| {
         e.file_type().is_file()
             && is_label_name(e.path())
-            && e.path().strip_prefix(p).is_ok_and(|r| r.components().any(|c| c.as_os_str() == "labels"))
+            && e.path()
+                .strip_prefix(p)
+                .is_ok_and(|r| r.components().any(|c| c.as_os_str() == "labels"))
     });
     if !has_labels {
         return None;
     }
-    [p.join("data.yaml"), p.join("../data.yaml")].into_iter().find(|d| d.is_file())
+    [p.join("data.yaml"), p.join("../data.yaml")]
+        .into_iter()
+        .find(|d| d.is_file())
 }
 
 fn propose_folder(listings: &[image_folder::Listing]) -> String {
     let first = &listings[0];
     let n = first.classes.len();
-    let mut out = String::from("version: 1\ndataset:\n  layout: image_folder  # torchvision ImageFolder: a class per subfolder\ncolumns:\n  label:\n    kind: class\n");
+    let mut out = String::from(
+        "version: 1\ndataset:\n  layout: image_folder  # torchvision ImageFolder: a class per subfolder\ncolumns:\n  label:\n    kind: class\n",
+    );
     let names: Vec<&str> = first.classes.iter().take(10).map(String::as_str).collect();
     let more = if n > 10 { ", ..." } else { "" };
-    let _ = writeln!(out, "    num_classes: {n}  # class folders of {}: {}{more}", first.root, names.join(", "));
+    let _ = writeln!(
+        out,
+        "    num_classes: {n}  # class folders of {}: {}{more}",
+        first.root,
+        names.join(", ")
+    );
     for (i, c) in first.classes.iter().enumerate() {
         if c.starts_with('.') || c.starts_with("__") {
             let _ = writeln!(
@@ -103,8 +114,13 @@ fn propose_folder(listings: &[image_folder::Listing]) -> String {
 
 fn propose_yolo(data: &Path, schema_dir: &Path) -> String {
     let rel = pathdiff(data, schema_dir);
-    let mut out = String::from("version: 1\ndataset:\n  layout: yolo  # every .txt under the PATHs is a label file\ncolumns:\n  class:\n    kind: class\n");
-    let _ = writeln!(out, "    num_classes: {{yolo_data: {rel}}}  # nc (or the number of names)");
+    let mut out = String::from(
+        "version: 1\ndataset:\n  layout: yolo  # every .txt under the PATHs is a label file\ncolumns:\n  class:\n    kind: class\n",
+    );
+    let _ = writeln!(
+        out,
+        "    num_classes: {{yolo_data: {rel}}}  # nc (or the number of names)"
+    );
     out.push_str("    ignore_index: null\n");
     for c in ["x", "y", "w", "h"] {
         let _ = writeln!(
@@ -126,7 +142,11 @@ fn propose_coco(files: &[PathBuf]) -> Result<String, String> {
     let max_id = max_id.ok_or_else(|| format!("{}: no categories", files[0].display()))?;
     let mut out = String::from("version: 1\ncolumns:\n  category_id:\n    kind: class\n");
     if max_id + 1 == count as i128 {
-        let _ = writeln!(out, "    num_classes: {count}  # {count} categories with ids 0..{}", count - 1);
+        let _ = writeln!(
+            out,
+            "    num_classes: {count}  # {count} categories with ids 0..{}",
+            count - 1
+        );
     } else {
         let _ = writeln!(
             out,
@@ -146,7 +166,11 @@ fn propose_coco(files: &[PathBuf]) -> Result<String, String> {
 /// `target` relative to `base` when it lies below it, else as given.
 fn pathdiff(target: &Path, base: &Path) -> String {
     let t = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
-    let base = if base.as_os_str().is_empty() { Path::new(".") } else { base };
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
     let b = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
     t.strip_prefix(&b)
         .map(|r| r.to_string_lossy().into_owned())
