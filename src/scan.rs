@@ -71,6 +71,18 @@ pub(crate) fn scan_here(validator: &Validator, files: &[DataFile], opts: &ScanOp
 }
 
 fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
+    // An image folder's rows are checked without a source per image (see
+    // image_folder::scan_rows); spilled violations take the general path.
+    if !files.is_empty()
+        && opts.violations.is_none()
+        && files.iter().all(|f| f.label.is_some())
+        && only.iter().all(|o| o.as_ref().is_none_or(|u| u == &[0]))
+    {
+        let progress = Progress::new(opts.progress, files.len() as u64);
+        let partial = source::layouts::image_folder::scan_rows(validator, files, &progress);
+        progress.finish();
+        return partial;
+    }
     let opened: Vec<(Option<Opened>, Vec<Error>)> = files.par_iter().map(|f| open(validator, f)).collect();
     let mut opened = opened;
     let mut units: Vec<(usize, usize)> = Vec::new();

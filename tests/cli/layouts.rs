@@ -700,3 +700,61 @@ for c in ['cat', 'dog']: touch(f'folder/{{c}}/1.png')
     assert!(yolo.contains("{yolo_data: yolo/data.yaml}"), "{yolo}");
     env.check_json(&["-s", "yolo.yaml", "yolo"], 0);
 }
+
+#[test]
+fn image_folder_reports_are_the_same_on_every_path_through_the_scanner() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+for c in range(7):
+    for i in range(300 + c):
+        touch(f'data/class_{{c}}/img_{{i:04d}}.png')
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: 5}\n  class_name: {kind: values, allowed: [class_0, class_1, class_2, class_3, class_4, class_5]}\n",
+    );
+    let json = |args: &[&str]| {
+        let mut all = vec![
+            "check",
+            "--format",
+            "json",
+            "-s",
+            "s.yaml",
+            "data",
+            "--max-examples",
+            "7",
+        ];
+        all.extend_from_slice(args);
+        let r = env.run(&all);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        r.stdout
+    };
+    let one = json(&["--jobs", "1"]);
+    let report: Value = serde_json::from_str(&one).expect("json");
+    // class_5 (305 images) and class_6 (306) are past num_classes 5; class_6 is no allowed name.
+    assert_eq!(hits(&report, "label", "class").0, 305 + 306);
+    assert_eq!(hits(&report, "class_name", "values").0, 306);
+    assert_eq!(report["files"], 7 * 300 + 21);
+    assert_eq!(json(&["--jobs", "3"]), one);
+    // Spilled violations take the scanner's general path: the same report.
+    assert_eq!(json(&["--violations-out", "v.jsonl"]), one);
+    let spilled = std::fs::read_to_string(env.path("v.jsonl")).expect("spill");
+    assert_eq!(spilled.lines().count(), 305 + 306 + 306);
+    // Cached: the first run and the rerun.
+    assert_eq!(json(&["--cache", "c"]), one);
+    assert_eq!(json(&["--cache", "c"]), one);
+    // Planned into units (which carry each image's class) and checked apart.
+    let validator = preflight::Validator::new(preflight::Schema::from_file(&env.path("s.yaml")).expect("schema"), 7);
+    let hints = preflight::source::Hints::from_schema(validator.schema());
+    let units = preflight::plan_paths_with(&[env.path("data")], 1, &hints);
+    assert_eq!(units.len(), 7 * 300 + 21);
+    let (a, b) = units.split_at(1000);
+    let opts = preflight::ScanOptions::default();
+    let mut merged = preflight::scan::check_units(&validator, b, &opts);
+    merged.merge(preflight::scan::check_units(&validator, a, &opts));
+    let shown = env.dir.path().join("data").to_string_lossy().into_owned();
+    let planned = preflight::report::json::render(&merged.report(&validator)).replace(&format!("{shown}/"), "data/");
+    assert_eq!(planned, one);
+}

@@ -139,7 +139,7 @@ impl YoloSource {
 /// The box ultralytics derives from a polygon (`segments2boxes`), or `None`
 /// for an odd or empty coordinate list or one with a token that is no number.
 fn polygon_box(coords: &[Option<f32>]) -> Option<[f32; 4]> {
-    if coords.is_empty() || coords.len() % 2 != 0 {
+    if coords.is_empty() || !coords.len().is_multiple_of(2) {
         return None;
     }
     let (mut x1, mut y1, mut x2, mut y2) = (f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY);
@@ -210,7 +210,7 @@ fn verdict(lines: &[Line], segments: bool, blank_inside: bool) -> Option<String>
     let coords = rows.iter().flat_map(|r| r[1..].iter().map(|v| v.unwrap_or(f32::NAN)));
     if coords.clone().any(|v| v.is_nan() || v > MAX_COORD) {
         let bad: Vec<String> = coords
-            .filter(|v| !(*v <= MAX_COORD))
+            .filter(|v| v.is_nan() || *v > MAX_COORD)
             .take(3)
             .map(|v| v.to_string())
             .collect();
@@ -311,26 +311,91 @@ impl YoloSource {
 mod tests {
     use super::*;
 
-    fn notes(text: &str) -> Vec<String> {
-        YoloSource::parse(text.as_bytes()).unwrap().notes
-    }
+    /// Label files and what ultralytics' reading (verify_image_label's
+    /// label part, run below in Python) does with them.
+    const CASES: [&str; 20] = [
+        "0 0.5 0.5 0.2 0.2\n1 0.1 0.1 0.1 0.1\n",
+        "",
+        "0 0.5 0.5 0.2\n",
+        "0 0.5 0.5 0.2 1.02\n",
+        "0 0.5 0.5 0.2 1.01\n",
+        "0 0.5 -0.5 0.2 0.2\n",
+        "0 0.5 0.5 0.2 nan\n",
+        "0 0.5 0.5 0.2 x\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.3\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n \n1 0.5 0.5 0.2 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n\n1 0.5 0.5 0.2 0.2\r\n",
+        "  \n0 0.5 0.5 0.2 0.2\n  \n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n5\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2 0.3\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2 0.3 0.3\n",
+        "0 0.1 0.1 0.9 0.1 1.2 0.9\n",
+        "1e0 5E-1 .5 2e-1 0.2\n",
+    ];
+
+    const ULTRALYTICS: &str = r#"
+import json, sys
+import numpy as np
+def xyxy2xywh(x):
+    y = np.empty_like(x)
+    y[..., 0] = (x[..., 0] + x[..., 2]) / 2
+    y[..., 1] = (x[..., 1] + x[..., 3]) / 2
+    y[..., 2] = x[..., 2] - x[..., 0]
+    y[..., 3] = x[..., 3] - x[..., 1]
+    return y
+def segments2boxes(segments):
+    boxes = []
+    for s in segments:
+        x, y = s.T
+        boxes.append([x.min(), y.min(), x.max(), y.max()])
+    return xyxy2xywh(np.array(boxes))
+def verdict(text):
+    try:
+        lb = [x.split() for x in text.strip().splitlines() if len(x)]
+        if any(len(x) > 6 for x in lb):
+            classes = np.array([x[0] for x in lb], dtype=np.float32)
+            segments = [np.array(x[1:], dtype=np.float32).reshape(-1, 2) for x in lb]
+            lb = np.concatenate((classes.reshape(-1, 1), segments2boxes(segments)), 1)
+        lb = np.array(lb, dtype=np.float32)
+        if len(lb):
+            assert lb.shape[1] == 5
+            assert lb[:, 1:].max() <= 1.01
+            assert lb.min() >= 0
+            _, i = np.unique(lb, axis=0, return_index=True)
+            return ["ok", len(lb) - len(i)]
+        return ["ok", 0]
+    except Exception:
+        return ["corrupt", 0]
+print(json.dumps([verdict(t) for t in json.load(sys.stdin)]))
+"#;
 
     #[test]
-    fn verdicts_follow_verify_image_label() {
-        assert!(notes("0 0.5 0.5 0.2 0.2\n1 0.1 0.1 0.1 0.1\n").is_empty());
-        assert!(notes("").is_empty());
-        assert!(notes("0 0.5 0.5 0.2\n")[0].contains("labels require 5 columns, 4 columns detected"));
-        assert!(notes("0 0.5 0.5 0.2 1.02\n")[0].contains("out of bounds"));
-        assert!(notes("0 0.5 0.5 0.2 1.01\n").is_empty());
-        assert!(notes("0 0.5 -0.5 0.2 0.2\n")[0].contains("negative"));
-        assert!(notes("0 0.5 0.5 0.2 nan\n")[0].contains("out of bounds"));
-        assert!(notes("0 0.5 0.5 0.2 x\n")[0].contains("not a number"));
-        assert!(notes("0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2\n")[0].contains("ragged"));
-        assert!(notes("0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n")[0].contains("1 duplicate"));
-        assert!(notes("0 0.1 0.1 0.2 0.1 0.2 0.2\n")[0].contains("even number"));
-        assert!(notes("0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n").is_empty());
-        assert!(notes("0 0.5 0.5 0.2 0.2\n \n1 0.5 0.5 0.2 0.2\n")[0].contains("whitespace-only"));
-        assert!(notes("0 0.5 0.5 0.2 0.2\n\n1 0.5 0.5 0.2 0.2\n").is_empty());
+    fn verdicts_are_ultralytics_own() {
+        use std::io::Write;
+        let mut child = std::process::Command::new(crate::source::test_python())
+            .args(["-c", ULTRALYTICS])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python");
+        let cases = serde_json::to_vec(&CASES).expect("json");
+        child.stdin.take().expect("stdin").write_all(&cases).expect("write");
+        let out = child.wait_with_output().expect("python");
+        assert!(out.status.success());
+        let want: Vec<(String, usize)> = serde_json::from_slice(&out.stdout).expect("verdicts");
+        for (case, (verdict, dups)) in CASES.iter().zip(want) {
+            let notes = YoloSource::parse(case.as_bytes()).expect("text").notes;
+            let dropped = notes.iter().any(|n| n.contains("drops this label file"));
+            assert_eq!(dropped, verdict == "corrupt", "{case:?}: {notes:?}");
+            let said = notes
+                .iter()
+                .find_map(|n| n.strip_suffix(" duplicate label line(s): ultralytics removes them"))
+                .map_or(0, |n| n.parse().expect("count"));
+            assert_eq!(said, dups, "{case:?}: {notes:?}");
+        }
         assert!(YoloSource::parse(b"\xff\xfe").is_err());
     }
 
