@@ -274,6 +274,9 @@ pub struct Hints {
     pub layout: Option<crate::schema::Layout>,
     /// (column, `coco_mapping:`): how a COCO file maps category ids.
     pub coco_mappings: Vec<(String, crate::schema::CocoMapping)>,
+    /// (column, num_classes) of the schema's class columns: a YOLO file
+    /// says whether ultralytics drops it for a class past `nc`.
+    pub num_classes: Vec<(String, i128)>,
 }
 
 impl Hints {
@@ -291,6 +294,14 @@ impl Hints {
                 .columns
                 .iter()
                 .filter_map(|c| c.coco_mapping.clone().map(|m| (c.name.clone(), m)))
+                .collect(),
+            num_classes: schema
+                .columns
+                .iter()
+                .filter_map(|c| match c.values {
+                    crate::schema::ValueRule::Class { num_classes, .. } => Some((c.name.clone(), num_classes)),
+                    _ => None,
+                })
                 .collect(),
         }
     }
@@ -342,7 +353,10 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         Some(Format::Coco) => Ok(Box::new(formats::coco::CocoSource::open_with(path, &|c| {
             hints.coco_mappings.iter().find(|(n, _)| n == c).map(|(_, m)| m.clone())
         })?)),
-        Some(Format::Yolo) => Ok(Box::new(formats::yolo::YoloSource::open(path)?)),
+        Some(Format::Yolo) => {
+            let nc = hints.num_classes.iter().find(|(c, _)| c == formats::yolo::COLUMNS[0]);
+            Ok(Box::new(formats::yolo::YoloSource::open(path, nc.map(|(_, n)| *n))?))
+        }
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),

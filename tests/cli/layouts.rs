@@ -487,7 +487,7 @@ fn coco_files_that_are_broken_are_their_errors() {
 
 /// ultralytics' reading of a label file (ultralytics/data/utils.py
 /// `verify_image_label` 8.3, the label part, and ops.segments2boxes):
-/// `verdict(path)` is None or why the file is dropped as corrupt.
+/// `verdict(path)` is None or why the file is dropped as corrupt (nc 80).
 const YOLO_PY: &str = r#"
 def xyxy2xywh(x):
     y = np.empty_like(x)
@@ -522,6 +522,7 @@ def verdict(lb_file):
             points = lb[:, 1:]
             assert points.max() <= 1.01, "non-normalized or out of bounds coordinates"
             assert lb.min() >= 0, "negative label values"
+            assert lb[:, 0].max() < 80, "Label class exceeds dataset class count 80"
         return None
     except Exception as e:
         return str(e)
@@ -582,7 +583,13 @@ json.dump([[float(v) for v in r] for r in seg], open('seg.json', 'w'))
         let said = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
         assert_eq!(said, !v.is_null(), "{path}: {v} / {w:#?}");
     }
-    assert_eq!(w.iter().filter(|m| m.contains("drops")).count(), 2, "{w:#?}");
+    assert_eq!(w.iter().filter(|m| m.contains("drops")).count(), 3, "{w:#?}");
+    assert!(
+        w.iter()
+            .any(|m| m.starts_with("labels/train/img003.txt: ultralytics drops")
+                && m.contains("Label class 80 exceeds dataset class count 80")),
+        "{w:#?}"
+    );
     // Blank lines keep their number: img006 has rows 0, 1, 3, 4, 5, 6, 7.
     env.write(
         "all.yaml",

@@ -21,7 +21,8 @@
 //! count, odd polygon, coordinates above 1.01, negative values, text that is
 //! no number) trains as an image without objects, and duplicate lines are
 //! removed. Classes at or above `nc` ("Label class 80 exceeds dataset class
-//! count 80") are the class rule's violations.
+//! count 80") are the class rule's violations, and (with the schema's
+//! `num_classes` for `class` as `nc`) the file's drop is noted too.
 //!
 //! Label files are small: a file is read whole at open (at most
 //! [`MAX_LABEL_BYTES`]), which also gives its notes before it is checked.
@@ -75,8 +76,8 @@ fn parse(token: &str) -> Option<f32> {
 }
 
 impl YoloSource {
-    /// Reads and parses a label file.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
+    /// Reads and parses a label file; `nc` is the dataset's class count.
+    pub fn open(path: &Path, nc: Option<i128>) -> Result<Self, ReadError> {
         let len = std::fs::metadata(path)?.len();
         if len > MAX_LABEL_BYTES {
             return Err(ReadError::new(format!(
@@ -85,11 +86,11 @@ impl YoloSource {
             )));
         }
         let bytes = std::fs::read(path)?;
-        Self::parse(&bytes)
+        Self::parse(&bytes, nc)
     }
 
     /// Parses a label file's bytes.
-    pub fn parse(bytes: &[u8]) -> Result<Self, ReadError> {
+    pub fn parse(bytes: &[u8], nc: Option<i128>) -> Result<Self, ReadError> {
         let text = std::str::from_utf8(bytes).map_err(|e| {
             ReadError::new(format!(
                 "not UTF-8 text ({e}): ultralytics cannot read this label file and drops its image as corrupt"
@@ -120,7 +121,7 @@ impl YoloSource {
         }
         let segments = lines.iter().any(|l| l.values.len() > 6);
         let mut notes = Vec::new();
-        if let Some(why) = verdict(&lines, segments, blank_inside) {
+        if let Some(why) = verdict(&lines, segments, blank_inside, nc) {
             notes.push(format!(
                 "ultralytics drops this label file as corrupt ({why}): its image trains with no objects"
             ));
@@ -172,7 +173,7 @@ fn label_row(l: &Line, segments: bool) -> [Option<f32>; 5] {
 }
 
 /// Why `verify_image_label` drops the file, if it does.
-fn verdict(lines: &[Line], segments: bool, blank_inside: bool) -> Option<String> {
+fn verdict(lines: &[Line], segments: bool, blank_inside: bool, nc: Option<i128>) -> Option<String> {
     if lines.is_empty() {
         return None; // an empty label: a background image
     }
@@ -219,9 +220,20 @@ fn verdict(lines: &[Line], segments: bool, blank_inside: bool) -> Option<String>
             bad.join(", ")
         ));
     }
-    if flat().any(|v| v < 0.0) {
+    // `lb.min() >= 0` is false for a NaN class too.
+    if flat().any(|v| v.is_nan() || v < 0.0) {
         let bad: Vec<String> = flat().filter(|v| *v < 0.0).take(3).map(|v| v.to_string()).collect();
         return Some(format!("negative label values [{}]", bad.join(", ")));
+    }
+    let max_cls = rows.iter().filter_map(|r| r[0]).fold(f32::NEG_INFINITY, f32::max);
+    if let Some(nc) = nc
+        && f64::from(max_cls) >= nc as f64
+    {
+        return Some(format!(
+            "Label class {} exceeds dataset class count {nc}. Possible class labels are 0-{}",
+            max_cls.trunc(),
+            nc - 1
+        ));
     }
     None
 }
@@ -313,7 +325,10 @@ mod tests {
 
     /// Label files and what ultralytics' reading (verify_image_label's
     /// label part, run below in Python) does with them.
-    const CASES: [&str; 20] = [
+    const CASES: [&str; 23] = [
+        "80 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2 0.2\n",
+        "79.5 0.5 0.5 0.2 0.2\n",
+        "nan 0.5 0.5 0.2 0.2\n",
         "0 0.5 0.5 0.2 0.2\n1 0.1 0.1 0.1 0.1\n",
         "",
         "0 0.5 0.5 0.2\n",
@@ -364,6 +379,7 @@ def verdict(text):
             assert lb.shape[1] == 5
             assert lb[:, 1:].max() <= 1.01
             assert lb.min() >= 0
+            assert lb[:, 0].max() < 80
             _, i = np.unique(lb, axis=0, return_index=True)
             return ["ok", len(lb) - len(i)]
         return ["ok", 0]
@@ -387,7 +403,7 @@ print(json.dumps([verdict(t) for t in json.load(sys.stdin)]))
         assert!(out.status.success());
         let want: Vec<(String, usize)> = serde_json::from_slice(&out.stdout).expect("verdicts");
         for (case, (verdict, dups)) in CASES.iter().zip(want) {
-            let notes = YoloSource::parse(case.as_bytes()).expect("text").notes;
+            let notes = YoloSource::parse(case.as_bytes(), Some(80)).expect("text").notes;
             let dropped = notes.iter().any(|n| n.contains("drops this label file"));
             assert_eq!(dropped, verdict == "corrupt", "{case:?}: {notes:?}");
             let said = notes
@@ -396,12 +412,12 @@ print(json.dumps([verdict(t) for t in json.load(sys.stdin)]))
                 .map_or(0, |n| n.parse().expect("count"));
             assert_eq!(said, dups, "{case:?}: {notes:?}");
         }
-        assert!(YoloSource::parse(b"\xff\xfe").is_err());
+        assert!(YoloSource::parse(b"\xff\xfe", None).is_err());
     }
 
     #[test]
     fn segments_become_their_bounding_box() {
-        let s = YoloSource::parse(b"3 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\n\n2 0.2 0.2 0.4 0.4\n").unwrap();
+        let s = YoloSource::parse(b"3 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\n\n2 0.2 0.2 0.4 0.4\n", None).unwrap();
         assert!(s.segments);
         let rows: Vec<_> = s.lines.iter().map(|l| label_row(l, true)).collect();
         assert_eq!(rows[0], [Some(3.0), Some(0.3), Some(0.4), Some(0.4), Some(0.40000004)]);
