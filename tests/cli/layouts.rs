@@ -765,3 +765,55 @@ for c in range(7):
     let planned = preflight::report::json::render(&merged.report(&validator)).replace(&format!("{shown}/"), "data/");
     assert_eq!(planned, one);
 }
+
+#[test]
+fn layout_keys_resolve_and_their_mistakes_are_schema_errors() {
+    let env = Env::new();
+    env.write("data.yaml", "nc: 4\n");
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: {yolo_data: data.yaml}}\n  category_id: {kind: class, num_classes: 80, coco_mapping: contiguous}\n  cat: {kind: class, num_classes: 2, coco_mapping: {by_name: [person, 'traffic light']}}\n",
+    );
+    let r = env.run(&["schema", "s.yaml"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for line in [
+        "dataset:\n  layout: yolo\n",
+        "num_classes: 4  # from data.yaml: nc",
+        "coco_mapping: contiguous",
+        "coco_mapping: {by_name: [\"person\", \"traffic light\"]}",
+    ] {
+        assert!(r.stdout.contains(line), "{line:?} in\n{}", r.stdout);
+    }
+    // What `schema` prints is a schema that reads back the same (the
+    // number now literal, so without its source).
+    env.write("resolved.yaml", &r.stdout);
+    let again = env.run(&["schema", "resolved.yaml"]);
+    assert_eq!(again.stdout, r.stdout.replace("  # from data.yaml: nc", ""));
+    for (yaml, needle) in [
+        (
+            "dataset: {layout: imagefolder}\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+            "imagefolder",
+        ),
+        (
+            "columns:\n  c: {kind: class, num_classes: 2, coco_mapping: sorted}\n",
+            "`sorted` is not a mapping",
+        ),
+        (
+            "columns:\n  c: {kind: index, size: 2, coco_mapping: contiguous}\n",
+            "needs kind `class`",
+        ),
+        (
+            "columns:\n  c: {kind: class, num_classes: {yolo_data: nope.yaml}}\n",
+            "nope.yaml",
+        ),
+        (
+            "columns:\n  c: {kind: class, num_classes: {yolo_data: data.yaml, class_names: x.txt}}\n",
+            "exactly one of",
+        ),
+    ] {
+        env.write("bad.yaml", yaml);
+        let r = env.run(&["schema", "bad.yaml"]);
+        assert_eq!(r.code, 2, "{yaml}");
+        assert!(r.stderr.contains(needle), "{yaml}: {}", r.stderr);
+    }
+}
