@@ -242,12 +242,18 @@ impl<'de> Visitor<'de> for OutlineSeed<'_> {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
                 "annotations" => {
+                    // Python's json keeps the last of repeated keys; rows
+                    // would be ambiguous, so a second list is refused.
+                    if self.0.annotations.is_some() {
+                        return Err(de::Error::custom("the object holds `annotations` twice"));
+                    }
                     let n = map.next_value_seed(AnnotationsOutline(&mut *self.0))?;
                     self.0.annotations = Some(n);
                 }
                 "categories" => self.0.categories = Some(map.next_value()?),
                 "images" => {
-                    map.next_value::<Vec<IgnoredAny>>()?;
+                    // Not read: present is enough (pycocotools indexes it).
+                    map.next_value::<IgnoredAny>()?;
                     self.0.images = true;
                 }
                 _ => {
@@ -492,5 +498,26 @@ mod tests {
         assert_eq!(whole(&serde_json::json!(3.0)), Some(3));
         assert_eq!(whole(&serde_json::json!(3.5)), None);
         assert_eq!(whole(&serde_json::json!("3")), None);
+    }
+
+    #[test]
+    fn outlines_refuse_what_is_no_coco_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |text: &str| {
+            let p = dir.path().join("x.json");
+            std::fs::write(&p, text).unwrap();
+            CocoSource::open_with(&p, &|_| None).map(|s| s.columns)
+        };
+        let twice = r#"{"images": [], "annotations": [], "categories": [], "annotations": [{"a": 1}]}"#;
+        assert!(open(twice).unwrap_err().message.contains("`annotations` twice"));
+        assert!(
+            open(r#"{"images": [], "annotations": []}"#)
+                .unwrap_err()
+                .message
+                .contains("lacks categories")
+        );
+        assert!(open("[1]").is_err());
+        let keys = r#"{"categories": [], "annotations": [{"b": 1}, {"a": 2, "b": 3}], "images": {}}"#;
+        assert_eq!(open(keys).unwrap(), ["b", "a"]);
     }
 }
