@@ -817,3 +817,37 @@ fn layout_keys_resolve_and_their_mistakes_are_schema_errors() {
         assert!(r.stderr.contains(needle), "{yaml}: {}", r.stderr);
     }
 }
+
+#[test]
+fn link_loops_and_broken_links_in_an_image_folder_are_errors() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+touch('data/a/1.png'); touch('data/b/1.png')
+touch('data/a/loop', '..')                 # data/a/loop -> data/a
+touch('data/b/gone.jpg', '../../nowhere.jpg')
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "data"], 2);
+    let errors: Vec<(&str, &str)> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["file"].as_str().expect("file"),
+                e["message"].as_str().expect("message"),
+            )
+        })
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert_eq!(errors[0].0, "data/a/loop");
+    assert!(errors[0].1.contains("symbolic link loop"), "{}", errors[0].1);
+    assert_eq!(errors[1].0, "data/b/gone.jpg");
+    assert_eq!(report["files"], 2);
+    assert_eq!(report["violations"], 0);
+}
