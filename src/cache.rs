@@ -121,8 +121,13 @@ fn file_key(f: &DataFile) -> Option<String> {
         file.seek(SeekFrom::Start(len.saturating_sub(EDGE).max(EDGE))).ok()?;
         file.take(EDGE).read_to_end(&mut edges).ok()?;
     }
+    // An image folder's row depends on the tree (its class), not the bytes.
     let identity = format!(
-        "{}\n{}\n{} {} {} {}.{} {}.{}\n{:032x}",
+        "{}{}\n{}\n{} {} {} {}.{} {}.{}\n{:032x}",
+        f.label
+            .as_ref()
+            .map(|l| format!("{} {}\n", l.index, l.class))
+            .unwrap_or_default(),
         f.display,
         canonical.display(),
         meta.dev(),

@@ -90,6 +90,10 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             })
         }
     };
+    // Image folders, YOLO label trees and COCO files have their own proposal.
+    if let Some(layout) = crate::source::layouts::propose::propose(paths, schema_dir) {
+        return layout;
+    }
     // Token `.bin` files are searched for too (as for a `tokens` column),
     // and images, which count only in a folder of masks (not beside
     // tables, where one is a README picture).

@@ -94,7 +94,7 @@ pub fn check(plan: &Plan) -> Report {
 /// partial result (to write with `--partial` for a merge elsewhere). A
 /// schema that cannot be used gives the failed report instead.
 pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
-    let (validator, files, discover_errors) = prepare(plan)?;
+    let (validator, files, discover_errors, notes) = prepare_noted(plan)?;
     let mut partial = match &plan.scan.cache {
         // Spilled violations need every file read: the cache does not apply.
         Some(dir) if plan.scan.violations.is_none() => cache::scan_cached(&validator, &files, &plan.scan, dir),
@@ -102,6 +102,7 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
     };
     // Errors of paths that matched nothing join the scan's, in file order.
     partial.add_errors(discover_errors);
+    partial.add_notes(notes);
     Ok((validator, partial))
 }
 
@@ -132,6 +133,7 @@ pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hint
         unit: None,
         bytes: 0,
         error: Some(e.message()),
+        class: None,
     }));
     units
 }
@@ -141,10 +143,38 @@ pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hint
 pub(crate) fn prepare(
     plan: &Plan,
 ) -> Result<(Validator, Vec<source::layouts::discover::DataFile>, Vec<ErrorEntry>), Report> {
+    prepare_noted(plan).map(|(v, f, e, _)| (v, f, e))
+}
+
+/// The files, errors and layout warnings of a plan (see [`prepare`]).
+type Prepared = (
+    Validator,
+    Vec<source::layouts::discover::DataFile>,
+    Vec<ErrorEntry>,
+    Vec<ErrorEntry>,
+);
+
+/// [`prepare`] with the layout's warnings (an image folder's hidden class),
+/// as notes on the folder.
+fn prepare_noted(plan: &Plan) -> Result<Prepared, Report> {
     let (validator, paths) = schema_and_paths(plan)?;
     let hints = source::Hints::from_schema(validator.schema());
-    let (files, discover_errors) = source::layouts::discover::discover_with(&paths, &hints);
-    Ok((validator, files, discover_errors.iter().map(ErrorEntry::from).collect()))
+    let found = source::layouts::discover::discover_full(&paths, &hints);
+    let notes = found
+        .notes
+        .into_iter()
+        .map(|(file, message)| ErrorEntry {
+            file: Some(file),
+            message,
+            unit: 0,
+        })
+        .collect();
+    Ok((
+        validator,
+        found.files,
+        found.errors.iter().map(ErrorEntry::from).collect(),
+        notes,
+    ))
 }
 
 /// The schema compiled, and the paths to check: the plan's, or the

@@ -13,7 +13,7 @@ use crate::check::Validator;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::{ErrorEntry, Partial, Tally};
-use crate::source::layouts::discover::DataFile;
+use crate::source::layouts::discover::{DataFile, FolderLabel};
 use crate::source::{self, Source};
 
 /// How a scan runs.
@@ -71,6 +71,18 @@ pub(crate) fn scan_here(validator: &Validator, files: &[DataFile], opts: &ScanOp
 }
 
 fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
+    // An image folder's rows are checked without a source per image (see
+    // image_folder::scan_rows); spilled violations take the general path.
+    if !files.is_empty()
+        && opts.violations.is_none()
+        && files.iter().all(|f| f.label.is_some())
+        && only.iter().all(|o| o.as_ref().is_none_or(|u| u == &[0]))
+    {
+        let progress = Progress::new(opts.progress, files.len() as u64);
+        let partial = source::layouts::image_folder::scan_rows(validator, files, &progress);
+        progress.finish();
+        return partial;
+    }
     let opened: Vec<(Option<Opened>, Vec<Error>)> = files.par_iter().map(|f| open(validator, f)).collect();
     let mut opened = opened;
     let mut units: Vec<(usize, usize)> = Vec::new();
@@ -154,6 +166,9 @@ pub struct WorkUnit {
     /// Set for a path that matched nothing: checking the unit reports this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For an image of an image folder: (class index, class name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<(i64, String)>,
 }
 
 /// Splits `files` into units of work: a file of at least `split_bytes`
@@ -166,7 +181,9 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
         .par_iter()
         .flat_map_iter(|f| {
             let bytes = std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0);
-            let units = if bytes >= split_bytes {
+            let units = if f.label.is_some() {
+                1
+            } else if bytes >= split_bytes {
                 source::guarded(|| source::open_with(&f.path, hints)).map_or(1, |s| s.units())
             } else {
                 1
@@ -178,6 +195,7 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
                 unit,
                 bytes,
                 error: None,
+                class: f.label.as_ref().map(|l| (l.index, l.class.to_string())),
             };
             let list: Vec<WorkUnit> = if whole {
                 vec![make(None)]
@@ -210,6 +228,10 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
                 files.push(DataFile {
                     display: u.file.clone(),
                     path: u.path.clone(),
+                    label: u.class.as_ref().map(|(index, class)| FolderLabel {
+                        index: *index,
+                        class: class.as_str().into(),
+                    }),
                 });
                 only.push(Some(Vec::new()));
                 files.len() - 1
@@ -236,10 +258,16 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
         path: file.display.clone(),
         source,
     };
-    let hints = source::Hints::from_schema(validator.schema());
-    let source = match source::guarded(|| source::open_with(&file.path, &hints)) {
-        Ok(s) => s,
-        Err(e) => return (None, vec![read_err(e)]),
+    // An image of an image folder is a row built from the listing.
+    let source: Box<dyn Source> = match &file.label {
+        Some(label) => Box::new(source::layouts::image_folder::ImageRow::new(label)),
+        None => {
+            let hints = source::Hints::from_schema(validator.schema());
+            match source::guarded(|| source::open_with(&file.path, &hints)) {
+                Ok(s) => s,
+                Err(e) => return (None, vec![read_err(e)]),
+            }
+        }
     };
     let names = source.columns();
     let mut projection = Vec::new();

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use preflight::source;
 
-const EXTENSIONS: [&str; 18] = [
+const EXTENSIONS: [&str; 20] = [
     "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
-    "png", "tif", "bmp", "jpg", "webp",
+    "png", "tif", "bmp", "jpg", "webp", "json", "txt",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -89,6 +89,9 @@ fuzz_target!(|data: &[u8]| {
         },
         // Token streams cut their units at this end-of-document id.
         eods: vec![("tokens".into(), 50256)],
+        // `.txt` is a YOLO label file; COCO ids are also read mapped.
+        layout: (ext == "txt").then_some(preflight::schema::Layout::Yolo),
+        coco_mappings: vec![("category_id".into(), preflight::schema::CocoMapping::Contiguous)],
         ..Default::default()
     };
     let Ok(src) = source::guarded(|| source::open_with(&path, &hints)) else {

@@ -78,6 +78,19 @@ pub fn pixel_warning(spec: &ColumnSpec, rule: Rule, e: &super::Evidence) -> Opti
     })
 }
 
+/// COCO category ids: raw ids are no class indices (80 classes, ids
+/// 1..90), and under a mapping a null is an id the mapping lacks.
+fn coco_hint(spec: &ColumnSpec, rule: Rule) -> Option<String> {
+    if spec.name != crate::source::formats::coco::CATEGORY_ID {
+        return None;
+    }
+    match (rule, &spec.coco_mapping) {
+        (Rule::Class, None) => Some("COCO category ids are not class indices (COCO's 80 classes have ids 1..90): torchvision's detection models take raw ids and need num_classes = the largest id + 1 (91); detectron2 and mmdetection map them to 0..N-1: set `coco_mapping: contiguous` (detectron2) or `coco_mapping: {by_name: [...]}` (mmdetection) to check them as mapped".into()),
+        (Rule::Null, Some(_)) => Some("under coco_mapping a null is also an annotation whose category_id the mapping has no class for (absent from `categories`, or not in the by_name list): detectron2 raises KeyError on it, mmdetection silently drops the box".into()),
+        _ => None,
+    }
+}
+
 /// A likely cause of a check's violations, when the data shows one.
 pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
     if t.violations == 0 {
@@ -88,6 +101,9 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
         && e.pixels.images > 0
         && let Some(h) = pixel_hint(spec, t)
     {
+        return Some(h);
+    }
+    if let Some(h) = coco_hint(spec, rule) {
         return Some(h);
     }
     match (rule, &spec.values) {

@@ -43,13 +43,15 @@ fn resolve_ref(r: &Reference, base: &Path, key_path: &str, schema: &Path) -> Res
         &r.vocab_file,
         &r.class_names,
         &r.nanogpt_meta,
+        &r.yolo_data,
     ]
     .iter()
     .filter(|s| s.is_some())
     .count();
     if sources != 1 {
         return Err(schema_err(
-            "a reference needs exactly one of hf_config, tokenizer, vocab_file, class_names, nanogpt_meta".into(),
+            "a reference needs exactly one of hf_config, tokenizer, vocab_file, class_names, nanogpt_meta, yolo_data"
+                .into(),
         ));
     }
     if r.key.is_some() && r.hf_config.is_none() {
@@ -94,6 +96,9 @@ fn resolve_ref(r: &Reference, base: &Path, key_path: &str, schema: &Path) -> Res
             message,
         })?;
         (v, format!("{}: vocab_size", file.display()))
+    } else if let Some(y) = &r.yolo_data {
+        let file = base.join(y);
+        (yolo_classes(&file)?, format!("{}: nc", file.display()))
     } else {
         unreachable!("exactly one source was checked above")
     };
@@ -240,4 +245,67 @@ pub(crate) fn mismatch(bound: &Bound, base: &Path, value: Number) -> Option<Stri
             file.display()
         )
     })
+}
+
+/// The class count of an ultralytics dataset YAML (`data.yaml`), as
+/// `check_det_dataset` decides it: `len(names)` when `names` is given (a list
+/// or an `{index: name}` mapping), else `nc`; both given and different is
+/// the error ultralytics raises ("'names' length N and 'nc: M' must match").
+fn yolo_classes(file: &Path) -> Result<i128, Error> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    let err = |message: String| Error::Reference {
+        file: file.to_path_buf(),
+        key: "yolo_data".into(),
+        message,
+    };
+    /// The number of entries of `names`, whatever they hold.
+    struct Count(usize);
+    impl<'de> serde::Deserialize<'de> for Count {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Count;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a list of class names or a mapping from index to name")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Count, A::Error> {
+                    let mut n = 0;
+                    while s.next_element::<IgnoredAny>()?.is_some() {
+                        n += 1;
+                    }
+                    Ok(Count(n))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Count, A::Error> {
+                    let mut n = 0;
+                    while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                        n += 1;
+                    }
+                    Ok(Count(n))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        nc: Option<Number>,
+        names: Option<Count>,
+    }
+    let text = read_text(file, "yolo_data")?;
+    let data: Data = serde_saphyr::from_str(&text).map_err(|e| err(format!("not a YOLO dataset YAML: {e}")))?;
+    let nc = data
+        .nc
+        .map(|n| {
+            n.as_whole()
+                .ok_or_else(|| err(format!("nc is {n}, not a whole number")))
+        })
+        .transpose()?;
+    match (data.names, nc) {
+        (Some(Count(n)), Some(nc)) if n as i128 != nc => Err(err(format!(
+            "'names' length {n} and 'nc: {nc}' must match (ultralytics refuses this dataset)"
+        ))),
+        (Some(Count(n)), _) => Ok(n as i128),
+        (None, Some(nc)) => Ok(nc),
+        (None, None) => Err(err("neither `nc` nor `names`: ultralytics needs one of them".into())),
+    }
 }

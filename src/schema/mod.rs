@@ -224,6 +224,8 @@ pub struct ColumnSpec {
     /// `reduce_zero_label`, `colors`); `None` when the schema sets none of
     /// them (image files are then read raw).
     pub pixels: Option<PixelSpec>,
+    /// COCO `category_id` columns: how ids become classes (see [`CocoMapping`]).
+    pub coco_mapping: Option<CocoMapping>,
 }
 
 /// How a loader reads a mask image into class indices (SPEC "Images").
@@ -257,6 +259,28 @@ impl Decode {
     }
 }
 
+/// How a dataset's files become tables beyond their own format
+/// (`dataset.layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// A torchvision `ImageFolder` tree: each image is a file of one row
+    /// (`label`, `class_name`).
+    ImageFolder,
+    /// YOLO label files: every `.txt` under the PATHs.
+    Yolo,
+}
+
+impl Layout {
+    /// The name written in schemas.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::ImageFolder => "image_folder",
+            Layout::Yolo => "yolo",
+        }
+    }
+}
+
 /// Reads a colour key of `colors:`: "R,G,B" (spaces allowed, also in
 /// parentheses) or "#rrggbb".
 pub fn parse_color(key: &str) -> Option<[u8; 3]> {
@@ -272,6 +296,18 @@ pub fn parse_color(key: &str) -> Option<[u8; 3]> {
     let mut parts = k.split(',').map(|p| p.trim().parse::<u8>().ok());
     let rgb = [parts.next()??, parts.next()??, parts.next()??];
     parts.next().is_none().then_some(rgb)
+}
+
+/// How COCO `category_id`s become class indices (`coco_mapping:`), as the
+/// training framework maps them; absent, the raw id is the class
+/// (torchvision).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CocoMapping {
+    /// detectron2: the sorted ids of `categories` numbered 0..N-1.
+    Contiguous,
+    /// mmdetection: the categories whose names are in this list, numbered
+    /// 0..N-1 in the order of `categories`.
+    ByName(Vec<String>),
 }
 
 /// The `dtype:` names a schema column accepts (NumPy's, little-endian).
@@ -319,6 +355,8 @@ pub struct Schema {
     pub name: Option<String>,
     /// `dataset.files`, as written (relative to the schema's directory).
     pub files: Vec<String>,
+    /// `dataset.layout`: how directories become files (image folders, YOLO).
+    pub layout: Option<Layout>,
     /// The columns, in schema order.
     pub columns: Vec<ColumnSpec>,
     /// Problems that do not stop a check, e.g. model artifacts that disagree.
@@ -419,6 +457,7 @@ fn validate(raw: RawSchema, path: &Path) -> Result<Schema, Error> {
     Ok(Schema {
         path: path.to_path_buf(),
         name: raw.name,
+        layout: raw.dataset.as_ref().and_then(|d| d.layout),
         files: raw.dataset.map(|d| d.files).unwrap_or_default(),
         columns,
         warnings,
@@ -698,7 +737,46 @@ fn validate_column(
         }
     };
     let pixels = pixel_spec(col, &values).map_err(|(key, m)| err(key, m))?;
+    let coco_mapping = match &col.coco_mapping {
+        None => None,
+        Some(m) => {
+            if !matches!(values, ValueRule::Class { .. }) {
+                return Err(err(
+                    "coco_mapping",
+                    "`coco_mapping` maps COCO category ids to class indices: it needs kind `class` with num_classes"
+                        .into(),
+                ));
+            }
+            Some(match m {
+                raw::RawCocoMapping::Name(n) if n == "contiguous" => CocoMapping::Contiguous,
+                raw::RawCocoMapping::Name(n) => {
+                    return Err(err(
+                        "coco_mapping",
+                        format!(
+                            "`{n}` is not a mapping: write `contiguous` (detectron2) or {{by_name: [names]}} (mmdetection); leave it out for raw ids (torchvision)"
+                        ),
+                    ));
+                }
+                raw::RawCocoMapping::ByName { by_name } => {
+                    let list = match by_name {
+                        RawClasses::List(l) => l.clone(),
+                        RawClasses::File(r) => match (&r.class_names, r.hf_config.is_none() && r.tokenizer.is_none()) {
+                            (Some(f), true) => bound::class_names(&base.join(f))?,
+                            _ => {
+                                return Err(err(
+                                    "coco_mapping",
+                                    "by_name takes a list of class names or {class_names: FILE}".into(),
+                                ));
+                            }
+                        },
+                    };
+                    CocoMapping::ByName(list)
+                }
+            })
+        }
+    };
     Ok(ColumnSpec {
+        coco_mapping,
         name: name.to_string(),
         values,
         nullable: col.nullable.unwrap_or(false),
@@ -793,9 +871,15 @@ impl Schema {
         if let Some(n) = &self.name {
             let _ = writeln!(out, "name: {}", q(n));
         }
+        if !self.files.is_empty() || self.layout.is_some() {
+            out.push_str("dataset:\n");
+        }
         if !self.files.is_empty() {
             let files: Vec<String> = self.files.iter().map(|f| q(f)).collect();
-            let _ = writeln!(out, "dataset:\n  files: [{}]", files.join(", "));
+            let _ = writeln!(out, "  files: [{}]", files.join(", "));
+        }
+        if let Some(l) = self.layout {
+            let _ = writeln!(out, "  layout: {}", l.name());
         }
         out.push_str("columns:\n");
         for c in &self.columns {
@@ -891,6 +975,14 @@ impl Schema {
                         let _ = writeln!(out, "      \"{r},{g},{b}\": {class}");
                     }
                 }
+            }
+            match &c.coco_mapping {
+                Some(CocoMapping::Contiguous) => out.push_str("    coco_mapping: contiguous\n"),
+                Some(CocoMapping::ByName(names)) => {
+                    let names: Vec<String> = names.iter().map(|n| q(n)).collect();
+                    let _ = writeln!(out, "    coco_mapping: {{by_name: [{}]}}", names.join(", "));
+                }
+                None => {}
             }
         }
         out

@@ -25,6 +25,7 @@ pub(crate) struct RawSchema {
 pub(crate) struct RawDataset {
     #[serde(default)]
     pub files: Vec<String>,
+    pub layout: Option<super::Layout>,
 }
 
 /// The `columns` mapping, in the order it was written (the report's order).
@@ -93,6 +94,7 @@ pub(crate) struct RawColumn {
     pub reduce_zero_label: Option<bool>,
     #[serde(default, deserialize_with = "ordered_map")]
     pub colors: Option<Vec<(String, Number)>>,
+    pub coco_mapping: Option<RawCocoMapping>,
 }
 
 /// `colors:` keeps the order it was written in (messages and the resolved
@@ -115,6 +117,14 @@ fn ordered_map<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<(String, Nu
     d.deserialize_map(V)
 }
 
+/// `coco_mapping`: `contiguous`, or `{by_name: [names] | FILE}`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawCocoMapping {
+    Name(String),
+    ByName { by_name: RawClasses },
+}
+
 /// Distinguishes a key written as `null` (`Some(None)`) from an absent key.
 fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
@@ -125,7 +135,7 @@ where
 }
 
 /// String class names: a list, or a file with one name a line.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub(crate) enum RawClasses {
     List(Vec<String>),
@@ -186,6 +196,7 @@ pub(crate) struct Reference {
     pub vocab_file: Option<String>,
     pub class_names: Option<String>,
     pub nanogpt_meta: Option<String>,
+    pub yolo_data: Option<String>,
     pub offset: Option<i64>,
 }
 

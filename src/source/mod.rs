@@ -196,6 +196,12 @@ pub enum Format {
     /// mask, one row with column `pixels`. Searched for only when the
     /// schema has a `pixels` column.
     Image,
+    /// A COCO annotation file (`.json` holding `images`, `annotations` and
+    /// `categories`): a table of its annotations. Searched for only when
+    /// its content is COCO.
+    Coco,
+    /// A YOLO label file (`.txt`), with `dataset: {layout: yolo}`.
+    Yolo,
 }
 
 impl Format {
@@ -211,6 +217,7 @@ impl Format {
             }
             Format::Mds => formats::mds::searched(path),
             Format::Image => columns.iter().any(|c| c == formats::image::PIXELS),
+            Format::Coco => formats::coco::is_coco(path),
             _ => true,
         }
     }
@@ -240,6 +247,7 @@ impl Format {
             "npz" => Some(Format::Npz),
             "bin" => Some(Format::TokenBin),
             e if formats::image::is_image_name(e) => Some(Format::Image),
+            "json" => Some(Format::Coco),
             _ => None,
         }
     }
@@ -287,6 +295,13 @@ pub struct Hints {
     /// (column, `eod_id`): where a token stream's documents end, so that
     /// its reader cuts units there.
     pub eods: Vec<(String, i128)>,
+    /// `dataset.layout`: image folders, YOLO label files.
+    pub layout: Option<crate::schema::Layout>,
+    /// (column, `coco_mapping:`): how a COCO file maps category ids.
+    pub coco_mappings: Vec<(String, crate::schema::CocoMapping)>,
+    /// (column, num_classes) of the schema's class columns: a YOLO file
+    /// says whether ultralytics drops it for a class past `nc`.
+    pub num_classes: Vec<(String, i128)>,
 }
 
 impl Hints {
@@ -303,6 +318,20 @@ impl Hints {
                 .columns
                 .iter()
                 .filter_map(|c| c.eod_id.map(|e| (c.name.clone(), e)))
+                .collect(),
+            layout: schema.layout,
+            coco_mappings: schema
+                .columns
+                .iter()
+                .filter_map(|c| c.coco_mapping.clone().map(|m| (c.name.clone(), m)))
+                .collect(),
+            num_classes: schema
+                .columns
+                .iter()
+                .filter_map(|c| match c.values {
+                    crate::schema::ValueRule::Class { num_classes, .. } => Some((c.name.clone(), num_classes)),
+                    _ => None,
+                })
                 .collect(),
         }
     }
@@ -336,7 +365,13 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         };
         return Err(ReadError::new(format!("{what}: preflight reads regular files only")));
     }
-    match Format::from_path(path).or_else(|| Format::from_content(path)) {
+    let yolo = hints.layout == Some(crate::schema::Layout::Yolo) && formats::yolo::is_label_name(path);
+    let format = if yolo {
+        Some(Format::Yolo)
+    } else {
+        Format::from_path(path).or_else(|| Format::from_content(path))
+    };
+    match format {
         Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open(path)?)),
         Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(path)?)),
         Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(path)?)),
@@ -355,6 +390,13 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             hints.eod(formats::tokenbin::TOKENS),
         ),
         Some(Format::Image) => Ok(Box::new(formats::image::ImageSource::open(path)?)),
+        Some(Format::Coco) => Ok(Box::new(formats::coco::CocoSource::open_with(path, &|c| {
+            hints.coco_mappings.iter().find(|(n, _)| n == c).map(|(_, m)| m.clone())
+        })?)),
+        Some(Format::Yolo) => {
+            let nc = hints.num_classes.iter().find(|(c, _)| c == formats::yolo::COLUMNS[0]);
+            Ok(Box::new(formats::yolo::YoloSource::open(path, nc.map(|(_, n)| *n))?))
+        }
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),

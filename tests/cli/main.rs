@@ -9,6 +9,7 @@ mod formats;
 mod hostile;
 mod interop;
 mod masks;
+mod layouts;
 mod mds;
 mod pipeline;
 mod precommit;

@@ -159,13 +159,13 @@ fn beyond_f64(text: &[u8]) -> Option<Vec<u8>> {
 
 /// Top-level keys in order of first appearance.
 #[derive(Default)]
-struct Keys {
-    names: Vec<String>,
-    seen: HashSet<String>,
+pub(crate) struct Keys {
+    pub(crate) names: Vec<String>,
+    pub(crate) seen: HashSet<String>,
 }
 
 /// Records the keys of one object, skipping its values.
-struct KeysSeed<'a>(&'a mut Keys);
+pub(crate) struct KeysSeed<'a>(pub(crate) &'a mut Keys);
 
 impl<'de> DeserializeSeed<'de> for KeysSeed<'_> {
     type Value = ();
@@ -213,9 +213,9 @@ impl<'de> Visitor<'de> for KeyName<'_> {
 
 /// Reads the values of the wanted keys of one object into `values` (by
 /// slot; a repeated key keeps its last value), skipping the others.
-struct RowSeed<'a> {
-    slots: &'a HashMap<&'a str, usize>,
-    values: &'a mut [Option<Value>],
+pub(crate) struct RowSeed<'a> {
+    pub(crate) slots: &'a HashMap<&'a str, usize>,
+    pub(crate) values: &'a mut [Option<Value>],
 }
 
 impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
@@ -266,7 +266,7 @@ impl<'de> Visitor<'de> for SlotOf<'_> {
 /// Appends one JSON value; returns how many list elements (all levels) it
 /// held, or an error when arrays nest deeper than [`MAX_DEPTH`]. In a line
 /// that [`beyond_f64`] rewrote, its marker strings are infinities.
-fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize, rewritten: bool) -> Result<usize, String> {
+pub(crate) fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize, rewritten: bool) -> Result<usize, String> {
     match v {
         Value::Null => b.push_null(),
         Value::Bool(x) => b.push_bool(*x),

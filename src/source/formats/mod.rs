@@ -1,6 +1,7 @@
 //! Formats: one decoder per file format, each in its own module, each
 //! turning a file's bytes into Arrow batches behind [`crate::source::Source`].
 
+pub mod coco;
 pub mod csv;
 pub mod image;
 pub mod ipc;
@@ -14,3 +15,4 @@ pub mod parquet;
 pub(crate) mod shardcol;
 mod textcol;
 pub mod tokenbin;
+pub mod yolo;

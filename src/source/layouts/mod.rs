@@ -2,3 +2,5 @@
 //! the arguments and the schema's `dataset.files` expanded into data files.
 
 pub mod discover;
+pub mod image_folder;
+pub mod propose;

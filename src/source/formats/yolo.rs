@@ -1,0 +1,426 @@
+//! YOLO label files (`dataset: {layout: yolo}`): every `.txt` file under
+//! the PATHs, one object per line, `class x y w h` (normalised centre and
+//! size) or `class x1 y1 x2 y2 ...` (a segment polygon).
+//!
+//! Row i is line i (0-based, lines split at `\n`, a `\r` before it dropped);
+//! a blank or whitespace-only line holds no row but keeps its number. The
+//! columns, all `float32` because ultralytics parses the file into a
+//! `np.float32` array:
+//! - `class`: the first number of the line;
+//! - `x`, `y`, `w`, `h`: the box ultralytics trains on: the line's four
+//!   numbers in a box file; in a segment file (a file where some line has
+//!   more than 6 numbers, ultralytics' test) the polygon's bounding box as
+//!   `segments2boxes` computes it (min/max, then centre and size, in f32);
+//! - `points`: a list of the polygon's coordinates in a segment file, empty
+//!   in a box file.
+//!
+//! A value that is not a number is null (a `null` violation: ultralytics
+//! cannot parse it). What ultralytics' `verify_image_label`
+//! (ultralytics/data/utils.py, 8.3) would do with the file is checked too,
+//! and said as a note on the file: a file it drops as corrupt (wrong column
+//! count, odd polygon, coordinates above 1.01, negative values, text that is
+//! no number) trains as an image without objects, and duplicate lines are
+//! removed. Classes at or above `nc` ("Label class 80 exceeds dataset class
+//! count 80") are the class rule's violations, and (with the schema's
+//! `num_classes` for `class` as `nc`) the file's drop is noted too.
+//!
+//! Label files are small: a file is read whole at open (at most
+//! [`MAX_LABEL_BYTES`]), which also gives its notes before it is checked.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Float32Array, Float32Builder, ListBuilder, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{Field, Schema};
+
+use crate::source::{Batch, ReadError, Source};
+
+/// Largest label file read: far above any real one (a line per object).
+pub const MAX_LABEL_BYTES: u64 = 64 << 20;
+
+/// The columns of a YOLO label file.
+pub const COLUMNS: [&str; 6] = ["class", "x", "y", "w", "h", "points"];
+
+/// ultralytics' bound on normalised coordinates (`points.max() <= 1.01`,
+/// compared in float32).
+const MAX_COORD: f32 = 1.01;
+
+/// Whether a search with `layout: yolo` picks up this file: ultralytics
+/// looks for `<image stem>.txt` (lower-case extension).
+pub fn is_label_name(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "txt")
+}
+
+/// One line that holds a row.
+#[derive(Debug, Clone)]
+struct Line {
+    /// 0-based line number (the row).
+    row: u64,
+    /// The numbers of the line, `None` where a token is no number.
+    values: Vec<Option<f32>>,
+}
+
+/// A YOLO label file, parsed at open.
+#[derive(Debug)]
+pub struct YoloSource {
+    columns: Vec<String>,
+    lines: Vec<Line>,
+    /// Whether ultralytics reads the file as segments.
+    segments: bool,
+    notes: Vec<String>,
+}
+
+/// Python's `float()` on a token, then numpy's cast to float32.
+fn parse(token: &str) -> Option<f32> {
+    token.parse::<f64>().ok().map(|v| v as f32)
+}
+
+impl YoloSource {
+    /// Reads and parses a label file; `nc` is the dataset's class count.
+    pub fn open(path: &Path, nc: Option<i128>) -> Result<Self, ReadError> {
+        let len = std::fs::metadata(path)?.len();
+        if len > MAX_LABEL_BYTES {
+            return Err(ReadError::new(format!(
+                "a YOLO label file of {len} bytes (more than {} MiB): not a label file",
+                MAX_LABEL_BYTES >> 20
+            )));
+        }
+        let bytes = std::fs::read(path)?;
+        Self::parse(&bytes, nc)
+    }
+
+    /// Parses a label file's bytes.
+    pub fn parse(bytes: &[u8], nc: Option<i128>) -> Result<Self, ReadError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            ReadError::new(format!(
+                "not UTF-8 text ({e}): ultralytics cannot read this label file and drops its image as corrupt"
+            ))
+        })?;
+        let mut lines = Vec::new();
+        let mut blank_inside = false;
+        let mut seen_row = false;
+        let mut pending_blank = false;
+        for (i, line) in text.split('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            if line.trim().is_empty() {
+                // ultralytics strips the file and drops empty lines, but a
+                // whitespace-only line between rows is a row of no columns.
+                if seen_row && !line.is_empty() {
+                    pending_blank = true;
+                }
+                continue;
+            }
+            if pending_blank {
+                blank_inside = true;
+            }
+            seen_row = true;
+            lines.push(Line {
+                row: i as u64,
+                values: line.split_whitespace().map(parse).collect(),
+            });
+        }
+        let segments = lines.iter().any(|l| l.values.len() > 6);
+        let mut notes = Vec::new();
+        if let Some(why) = verdict(&lines, segments, blank_inside, nc) {
+            notes.push(format!(
+                "ultralytics drops this label file as corrupt ({why}): its image trains with no objects"
+            ));
+        } else if let Some(n) = duplicates(&lines, segments) {
+            notes.push(format!("{n} duplicate label line(s): ultralytics removes them"));
+        }
+        Ok(YoloSource {
+            columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
+            lines,
+            segments,
+            notes,
+        })
+    }
+}
+
+/// The box ultralytics derives from a polygon (`segments2boxes`), or `None`
+/// for an odd or empty coordinate list or one with a token that is no number.
+fn polygon_box(coords: &[Option<f32>]) -> Option<[f32; 4]> {
+    if coords.is_empty() || !coords.len().is_multiple_of(2) {
+        return None;
+    }
+    let (mut x1, mut y1, mut x2, mut y2) = (f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for p in coords.chunks_exact(2) {
+        let (x, y) = (p[0]?, p[1]?);
+        // numpy's min/max propagate NaN.
+        if x.is_nan() || y.is_nan() {
+            return Some([f32::NAN; 4]);
+        }
+        x1 = x1.min(x);
+        x2 = x2.max(x);
+        y1 = y1.min(y);
+        y2 = y2.max(y);
+    }
+    Some([(x1 + x2) / 2.0, (y1 + y2) / 2.0, x2 - x1, y2 - y1])
+}
+
+/// The (class, x, y, w, h) ultralytics trains on for a line.
+fn label_row(l: &Line, segments: bool) -> [Option<f32>; 5] {
+    let class = l.values.first().copied().flatten();
+    if segments {
+        match polygon_box(&l.values[1..]) {
+            Some([x, y, w, h]) => [class, Some(x), Some(y), Some(w), Some(h)],
+            None => [class, None, None, None, None],
+        }
+    } else {
+        let v = |i: usize| l.values.get(i).copied().flatten();
+        [class, v(1), v(2), v(3), v(4)]
+    }
+}
+
+/// Why `verify_image_label` drops the file, if it does.
+fn verdict(lines: &[Line], segments: bool, blank_inside: bool, nc: Option<i128>) -> Option<String> {
+    if lines.is_empty() {
+        return None; // an empty label: a background image
+    }
+    if let Some(l) = lines.iter().find(|l| l.values.iter().any(Option::is_none)) {
+        return Some(format!("line {}: a value is not a number", l.row + 1));
+    }
+    if blank_inside {
+        return Some("a whitespace-only line between labels is a label of no columns".into());
+    }
+    if segments {
+        if let Some(l) = lines.iter().find(|l| polygon_box(&l.values[1..]).is_none()) {
+            return Some(format!(
+                "line {}: a segment needs an even number of coordinates, it has {}",
+                l.row + 1,
+                l.values.len() - 1
+            ));
+        }
+    } else {
+        let n = lines[0].values.len();
+        if let Some(l) = lines.iter().find(|l| l.values.len() != n) {
+            return Some(format!(
+                "line {}: {} columns where line {} has {n} (a ragged array)",
+                l.row + 1,
+                l.values.len(),
+                lines[0].row + 1
+            ));
+        }
+        if n != 5 {
+            return Some(format!("labels require 5 columns, {n} columns detected"));
+        }
+    }
+    let rows: Vec<[Option<f32>; 5]> = lines.iter().map(|l| label_row(l, segments)).collect();
+    let flat = || rows.iter().flat_map(|r| r.iter().map(|v| v.unwrap_or(f32::NAN)));
+    // `points.max() <= 1.01` is false when a NaN is present (max is NaN).
+    let coords = rows.iter().flat_map(|r| r[1..].iter().map(|v| v.unwrap_or(f32::NAN)));
+    if coords.clone().any(|v| v.is_nan() || v > MAX_COORD) {
+        let bad: Vec<String> = coords
+            .filter(|v| v.is_nan() || *v > MAX_COORD)
+            .take(3)
+            .map(|v| v.to_string())
+            .collect();
+        return Some(format!(
+            "non-normalized or out of bounds coordinates [{}]",
+            bad.join(", ")
+        ));
+    }
+    // `lb.min() >= 0` is false for a NaN class too.
+    if flat().any(|v| v.is_nan() || v < 0.0) {
+        let bad: Vec<String> = flat().filter(|v| *v < 0.0).take(3).map(|v| v.to_string()).collect();
+        return Some(format!("negative label values [{}]", bad.join(", ")));
+    }
+    let max_cls = rows.iter().filter_map(|r| r[0]).fold(f32::NEG_INFINITY, f32::max);
+    if let Some(nc) = nc
+        && f64::from(max_cls) >= nc as f64
+    {
+        return Some(format!(
+            "Label class {} exceeds dataset class count {nc}. Possible class labels are 0-{}",
+            max_cls.trunc(),
+            nc - 1
+        ));
+    }
+    None
+}
+
+/// How many lines `np.unique(lb, axis=0)` removes.
+fn duplicates(lines: &[Line], segments: bool) -> Option<usize> {
+    let mut rows: Vec<[u32; 5]> = lines
+        .iter()
+        .map(|l| label_row(l, segments).map(|v| v.map_or(u32::MAX, |f| (f + 0.0).to_bits())))
+        .collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let n = lines.len() - rows.len();
+    (n > 0).then_some(n)
+}
+
+impl Source for YoloSource {
+    fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    fn units(&self) -> usize {
+        1
+    }
+
+    fn read(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        if unit != 0 {
+            return Err(ReadError::new(format!("no unit {unit}: a YOLO label file is one unit")));
+        }
+        // One batch per run of consecutive lines: blank lines keep numbers.
+        let mut start = 0;
+        while start < self.lines.len() {
+            let mut end = start + 1;
+            while end < self.lines.len() && self.lines[end].row == self.lines[end - 1].row + 1 {
+                end += 1;
+            }
+            sink(self.batch(&self.lines[start..end], projection)?)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+impl YoloSource {
+    fn batch(&self, lines: &[Line], projection: &[usize]) -> Result<Batch, ReadError> {
+        let rows: Vec<[Option<f32>; 5]> = lines.iter().map(|l| label_row(l, self.segments)).collect();
+        let mut fields = Vec::with_capacity(projection.len());
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(projection.len());
+        for &p in projection {
+            let name = COLUMNS
+                .get(p)
+                .ok_or_else(|| ReadError::new("projection names a column a YOLO file lacks"))?;
+            let array: ArrayRef = if p < 5 {
+                Arc::new(rows.iter().map(|r| r[p]).collect::<Float32Array>())
+            } else {
+                let mut b = ListBuilder::new(Float32Builder::new());
+                for l in lines {
+                    if self.segments {
+                        b.values().extend(l.values[1..].iter().copied());
+                    }
+                    b.append(true);
+                }
+                Arc::new(b.finish())
+            };
+            fields.push(Field::new(*name, array.data_type().clone(), true));
+            columns.push(array);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(lines.len()));
+        let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)?;
+        Ok(Batch {
+            first_row: lines[0].row,
+            batch,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Label files and what ultralytics' reading (verify_image_label's
+    /// label part, run below in Python) does with them.
+    const CASES: [&str; 23] = [
+        "80 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2 0.2\n",
+        "79.5 0.5 0.5 0.2 0.2\n",
+        "nan 0.5 0.5 0.2 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n1 0.1 0.1 0.1 0.1\n",
+        "",
+        "0 0.5 0.5 0.2\n",
+        "0 0.5 0.5 0.2 1.02\n",
+        "0 0.5 0.5 0.2 1.01\n",
+        "0 0.5 -0.5 0.2 0.2\n",
+        "0 0.5 0.5 0.2 nan\n",
+        "0 0.5 0.5 0.2 x\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.3\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n \n1 0.5 0.5 0.2 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n\n1 0.5 0.5 0.2 0.2\r\n",
+        "  \n0 0.5 0.5 0.2 0.2\n  \n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n5\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2 0.3\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2 0.3 0.3\n",
+        "0 0.1 0.1 0.9 0.1 1.2 0.9\n",
+        "1e0 5E-1 .5 2e-1 0.2\n",
+    ];
+
+    const ULTRALYTICS: &str = r#"
+import json, sys
+import numpy as np
+def xyxy2xywh(x):
+    y = np.empty_like(x)
+    y[..., 0] = (x[..., 0] + x[..., 2]) / 2
+    y[..., 1] = (x[..., 1] + x[..., 3]) / 2
+    y[..., 2] = x[..., 2] - x[..., 0]
+    y[..., 3] = x[..., 3] - x[..., 1]
+    return y
+def segments2boxes(segments):
+    boxes = []
+    for s in segments:
+        x, y = s.T
+        boxes.append([x.min(), y.min(), x.max(), y.max()])
+    return xyxy2xywh(np.array(boxes))
+def verdict(text):
+    try:
+        lb = [x.split() for x in text.strip().splitlines() if len(x)]
+        if any(len(x) > 6 for x in lb):
+            classes = np.array([x[0] for x in lb], dtype=np.float32)
+            segments = [np.array(x[1:], dtype=np.float32).reshape(-1, 2) for x in lb]
+            lb = np.concatenate((classes.reshape(-1, 1), segments2boxes(segments)), 1)
+        lb = np.array(lb, dtype=np.float32)
+        if len(lb):
+            assert lb.shape[1] == 5
+            assert lb[:, 1:].max() <= 1.01
+            assert lb.min() >= 0
+            assert lb[:, 0].max() < 80
+            _, i = np.unique(lb, axis=0, return_index=True)
+            return ["ok", len(lb) - len(i)]
+        return ["ok", 0]
+    except Exception:
+        return ["corrupt", 0]
+print(json.dumps([verdict(t) for t in json.load(sys.stdin)]))
+"#;
+
+    #[test]
+    fn verdicts_are_ultralytics_own() {
+        use std::io::Write;
+        let mut child = std::process::Command::new(crate::source::test_python())
+            .args(["-c", ULTRALYTICS])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python");
+        let cases = serde_json::to_vec(&CASES).expect("json");
+        child.stdin.take().expect("stdin").write_all(&cases).expect("write");
+        let out = child.wait_with_output().expect("python");
+        assert!(out.status.success());
+        let want: Vec<(String, usize)> = serde_json::from_slice(&out.stdout).expect("verdicts");
+        for (case, (verdict, dups)) in CASES.iter().zip(want) {
+            let notes = YoloSource::parse(case.as_bytes(), Some(80)).expect("text").notes;
+            let dropped = notes.iter().any(|n| n.contains("drops this label file"));
+            assert_eq!(dropped, verdict == "corrupt", "{case:?}: {notes:?}");
+            let said = notes
+                .iter()
+                .find_map(|n| n.strip_suffix(" duplicate label line(s): ultralytics removes them"))
+                .map_or(0, |n| n.parse().expect("count"));
+            assert_eq!(said, dups, "{case:?}: {notes:?}");
+        }
+        assert!(YoloSource::parse(b"\xff\xfe", None).is_err());
+    }
+
+    #[test]
+    fn segments_become_their_bounding_box() {
+        let s = YoloSource::parse(b"3 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\n\n2 0.2 0.2 0.4 0.4\n", None).unwrap();
+        assert!(s.segments);
+        let rows: Vec<_> = s.lines.iter().map(|l| label_row(l, true)).collect();
+        assert_eq!(rows[0], [Some(3.0), Some(0.3), Some(0.4), Some(0.4), Some(0.40000004)]);
+        assert_eq!(s.lines[1].row, 2);
+    }
+}

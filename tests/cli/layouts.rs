@@ -1,0 +1,853 @@
+//! Label layouts (#15 part A): image folders read as torchvision's
+//! `ImageFolder`, COCO annotation files, YOLO label files. Trees and files
+//! are made here by Python; the expected classes and samples come from a
+//! copy of torchvision's `find_classes` / `make_dataset` logic
+//! (torchvision/datasets/folder.py, v0.20–0.25: torchvision itself needs
+//! torch), the COCO mappings from detectron2's and mmdetection's code, the
+//! YOLO verdicts from ultralytics' `verify_image_label`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::util::{Env, hits};
+
+/// torchvision's folder.py (v0.20–0.25), the two functions ImageFolder
+/// uses, verbatim in logic; `expected(root)` writes {path: class index}.
+const FOLDER_PY: &str = r#"
+IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+
+def find_classes(directory):
+    classes = sorted(entry.name for entry in os.scandir(directory) if entry.is_dir())
+    if not classes:
+        raise FileNotFoundError(f"Couldn't find any class folder in {directory}.")
+    class_to_idx = {cls_name: i for i, cls_name in enumerate(classes)}
+    return classes, class_to_idx
+
+def has_file_allowed_extension(filename, extensions):
+    return filename.lower().endswith(extensions if isinstance(extensions, str) else tuple(extensions))
+
+def make_dataset(directory, class_to_idx, extensions=IMG_EXTENSIONS, allow_empty=False):
+    directory = os.path.expanduser(directory)
+    def is_valid_file(x):
+        return has_file_allowed_extension(x, extensions)
+    instances = []
+    available_classes = set()
+    for target_class in sorted(class_to_idx.keys()):
+        class_index = class_to_idx[target_class]
+        target_dir = os.path.join(directory, target_class)
+        if not os.path.isdir(target_dir):
+            continue
+        for root, _, fnames in sorted(os.walk(target_dir, followlinks=True)):
+            for fname in sorted(fnames):
+                path = os.path.join(root, fname)
+                if is_valid_file(path):
+                    instances.append((path, class_index))
+                    if target_class not in available_classes:
+                        available_classes.add(target_class)
+    empty_classes = set(class_to_idx.keys()) - available_classes
+    if empty_classes and not allow_empty:
+        msg = f"Found no valid file for the classes {', '.join(sorted(empty_classes))}. "
+        raise FileNotFoundError(msg)
+    return instances
+
+def expected(root, out):
+    classes, class_to_idx = find_classes(root)
+    samples = make_dataset(root, class_to_idx)
+    json.dump({"classes": classes, "samples": {p: i for p, i in samples}}, open(out, "w"))
+
+def touch(path, target=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if target is None:
+        open(path, "wb").write(b"not decoded")
+    else:
+        os.symlink(target, path)
+"#;
+
+/// A schema that every image violates, so every image's label and class
+/// name come back as examples.
+const EVERY_ROW: &str = "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: values, allowed: [-1]}\n  class_name: {kind: values, allowed: ['-']}\n";
+
+/// {file: value} of every example of a check (every example kept).
+fn by_file(report: &Value, column: &str, rule: &str) -> BTreeMap<String, Value> {
+    let (n, ex) = hits(report, column, rule);
+    assert_eq!(n as usize, ex.len(), "every example kept");
+    ex.into_iter()
+        .map(|(f, row, v)| {
+            assert_eq!(row, 0, "an image is a file of one row");
+            (f, v)
+        })
+        .collect()
+}
+
+fn read_json(env: &Env, rel: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(env.path(rel)).expect("read")).expect("json")
+}
+
+fn warnings(report: &Value) -> Vec<String> {
+    // A report without warnings has no `warnings` key.
+    report["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| w.as_str().expect("text").to_string())
+        .collect()
+}
+
+#[test]
+fn image_folder_classes_and_samples_are_torchvisions() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+for c in ['cat', 'dog', 'Zebra', '.ipynb_checkpoints', '__MACOSX', 'éclair', 'a b', 'a']:
+    for f in ['a.JPG', 'b.png', 'c.Jpeg', 'skip.gif', 'notes.txt', 'd.jpg.bak', '.hidden.png', 'e.TiFf']:
+        touch(f'data/{{c}}/{{f}}')
+touch('data/cat/sub/deeper/f.webp')
+touch('data/a/x/y.ppm')
+touch('data/a b/z.pgm')
+touch('data/dog/sub.jpg/g.bmp')   # a folder named like an image holds one
+touch('elsewhere/x.png'); touch('elsewhere/y.TIFF'); touch('elsewhere/inner/w.jpg')
+touch('data/linked', '../elsewhere')            # a linked class folder
+touch('data/dog/link.png', '../../elsewhere/x.png')  # a linked image
+touch('data/Zebra/into', '../../elsewhere/inner')    # a linked subfolder
+touch('data/loose.jpg')                         # no class: ignored
+expected('data', 'expected.json')
+"
+    ));
+    env.write("s.yaml", EVERY_ROW);
+    let report = env.check_json(&["-s", "s.yaml", "data", "--max-examples", "1000000"], 1);
+    let want = read_json(&env, "expected.json");
+    let classes: Vec<String> = want["classes"]
+        .as_array()
+        .expect("classes")
+        .iter()
+        .map(|c| c.as_str().expect("name").to_string())
+        .collect();
+    let samples = want["samples"].as_object().expect("samples");
+    assert!(samples.len() > 40, "the tree has its samples: {}", samples.len());
+    assert_eq!(report["files"], samples.len());
+    assert_eq!(report["rows"], samples.len());
+    assert!(report["errors"].as_array().expect("errors").is_empty(), "{report:#}");
+    let labels = by_file(&report, "label", "values");
+    let names = by_file(&report, "class_name", "values");
+    let want_labels: BTreeMap<String, Value> = samples.iter().map(|(p, i)| (p.clone(), i.clone())).collect();
+    assert_eq!(labels, want_labels);
+    for (path, name) in &names {
+        let index = labels[path].as_u64().expect("index") as usize;
+        assert_eq!(name.as_str(), Some(classes[index].as_str()), "{path}");
+    }
+    let w = warnings(&report);
+    for hidden in [".ipynb_checkpoints", "__MACOSX"] {
+        let i = classes.iter().position(|c| c == hidden).expect("a class");
+        assert!(
+            w.iter()
+                .any(|m| m.starts_with("data: ") && m.contains(&format!("`{hidden}` gets class index {i}"))),
+            "{w:#?}"
+        );
+    }
+    assert!(
+        w.iter().any(|m| m.contains("1 image(s) directly in the root")),
+        "{w:#?}"
+    );
+}
+
+#[test]
+fn numeric_class_names_sort_as_strings() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+for c in ['1', '2', '9', '10', '11']:
+    touch(f'data/{{c}}/img.png')
+expected('data', 'expected.json')
+"
+    ));
+    env.write("s.yaml", EVERY_ROW);
+    let report = env.check_json(&["-s", "s.yaml", "data"], 1);
+    let want = read_json(&env, "expected.json");
+    assert_eq!(want["classes"], serde_json::json!(["1", "10", "11", "2", "9"]));
+    let labels = by_file(&report, "label", "values");
+    assert_eq!(labels["data/10/img.png"], 1);
+    assert_eq!(labels["data/9/img.png"], 4);
+    for (p, i) in want["samples"].as_object().expect("samples") {
+        assert_eq!(&labels[p], i, "{p}");
+    }
+    let w = warnings(&report);
+    assert!(w.iter().any(|m| m.contains("1→0, 10→1, 11→2, 2→3, 9→4")), "{w:#?}");
+}
+
+#[test]
+fn a_hidden_class_pushes_the_last_class_to_num_classes() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+touch('data/.ipynb_checkpoints/a-checkpoint.png')
+for f in ['1.jpg', '2.jpg']: touch(f'data/cat/{{f}}')
+for f in ['1.jpg', '2.jpg', '3.JPG']: touch(f'data/dog/{{f}}')
+expected('data', 'expected.json')
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "data"], 1);
+    let want = read_json(&env, "expected.json");
+    let dogs: Vec<&String> = want["samples"]
+        .as_object()
+        .expect("samples")
+        .iter()
+        .filter(|(_, i)| **i == 2)
+        .map(|(p, _)| p)
+        .collect();
+    let (n, ex) = hits(&report, "label", "class");
+    assert_eq!(n as usize, dogs.len());
+    assert_eq!(n, 3);
+    let files: Vec<&String> = ex.iter().map(|(f, _, _)| f).collect();
+    assert_eq!(files, dogs);
+    assert!(ex.iter().all(|(_, _, v)| *v == 2));
+    let w = warnings(&report);
+    assert!(
+        w.iter().any(|m| m.contains("`.ipynb_checkpoints` gets class index 0")),
+        "{w:#?}"
+    );
+    // The same tree without the hidden folder passes.
+    std::fs::remove_dir_all(env.path("data/.ipynb_checkpoints")).expect("rm");
+    let report = env.check_json(&["-s", "s.yaml", "data"], 0);
+    assert_eq!(report["files"], 5);
+    assert!(warnings(&report).is_empty());
+}
+
+#[test]
+fn an_empty_class_folder_is_an_error_and_the_other_images_are_checked() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+touch('data/a/1.png'); touch('data/a/2.png')
+touch('data/b/readme.txt'); touch('data/b/scan.gif')
+touch('data/c/1.png')
+try:
+    expected('data', 'expected.json')
+    raise SystemExit('torchvision accepted an empty class')
+except FileNotFoundError as e:
+    assert 'Found no valid file for the classes b' in str(e), e
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "data"], 2);
+    let errors = report["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "data/b");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("FileNotFoundError")
+    );
+    assert_eq!(report["rows"], 3);
+    let (n, ex) = hits(&report, "label", "class");
+    assert_eq!((n, ex[0].0.as_str()), (1, "data/c/1.png"));
+}
+
+#[test]
+fn train_and_val_with_different_class_lists_are_reported() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+for c in ['ant', 'bee', 'cat']: touch(f'train/{{c}}/1.png')
+for c in ['ant', 'cat']: touch(f'val/{{c}}/1.png')
+expected('train', 'train.json'); expected('val', 'val.json')
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: 3}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "train", "val"], 0);
+    // torchvision gives `cat` index 2 in train and 1 in val.
+    assert_eq!(read_json(&env, "train.json")["samples"]["train/cat/1.png"], 2);
+    assert_eq!(read_json(&env, "val.json")["samples"]["val/cat/1.png"], 1);
+    let w = warnings(&report);
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(w[0].starts_with("val: its class list differs from train's"), "{}", w[0]);
+    assert!(
+        w[0].contains("lacks `bee`") && w[0].contains("from index 1 on"),
+        "{}",
+        w[0]
+    );
+    // A file PATH is no image folder root.
+    env.write("x.png", "");
+    let report = env.check_json(&["-s", "s.yaml", "x.png"], 2);
+    assert!(
+        report["errors"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("not a directory")
+    );
+}
+
+/// COCO's category ids: 80 classes numbered 1..90 with ten gaps.
+const COCO_PY: &str = r#"
+IDS = [i for i in range(1, 91) if i not in (12, 26, 29, 30, 45, 66, 68, 69, 71, 83)]
+assert len(IDS) == 80
+cats = [{"id": i, "name": f"c{i}", "supercategory": "s"} for i in IDS]
+# pycocotools' shape (as the COCO files and pycocotools.coco.COCO read them);
+# annotations cycle through the ids, with planted ones.
+anns = []
+for k in range(400):
+    cid = IDS[(k * 7) % 80]
+    anns.append({"id": k + 1, "image_id": k % 50 + 1, "category_id": cid, "iscrowd": 0,
+                 "area": 12.5, "bbox": [1.0, 2.0, 3.0, 4.0], "segmentation": [[1, 2, 4, 2, 4, 6]]})
+anns[17]["category_id"] = 12      # a gap: no such category
+anns[333]["category_id"] = 91     # past the largest id
+anns[42]["bbox"] = [5.0, 5.0, -2.0, 3.0]  # a negative width
+anns[99]["segmentation"] = {"counts": [0, 12], "size": [4, 3]}  # RLE, an object
+images = [{"id": i, "file_name": f"{i:012d}.jpg", "width": 64, "height": 48} for i in range(1, 51)]
+coco = {"info": {"year": 2017}, "licenses": [], "images": images, "annotations": anns, "categories": cats}
+os.makedirs("coco", exist_ok=True)
+json.dump(coco, open("coco/instances_train2017.json", "w"))
+json.dump({"_fingerprint": "abc", "images": 3}, open("coco/state.json", "w"))  # not COCO
+# detectron2 (load_coco_json): id_map = {v: i for i, v in enumerate(sorted(cat_ids))}
+d2 = {v: i for i, v in enumerate(sorted(c["id"] for c in cats))}
+# mmdetection (CocoDataset.load_data_list): cat_ids = coco.get_cat_ids(cat_names=classes),
+# pycocotools' getCatIds keeps the order of `categories`; cat2label = {id: i}
+classes = ["c90", "c1", "c5"]
+mm_ids = [c["id"] for c in cats if c["name"] in classes]
+mm = {cid: i for i, cid in enumerate(mm_ids)}
+json.dump({"raw": [a["category_id"] for a in anns],
+           "d2": [d2.get(a["category_id"]) for a in anns],
+           "mm": [mm.get(a["category_id"]) for a in anns]}, open("want.json", "w"))
+"#;
+
+/// {row: value} of a check's examples (one file).
+fn by_row(report: &Value, column: &str, rule: &str) -> BTreeMap<u64, Value> {
+    let (n, ex) = hits(report, column, rule);
+    assert_eq!(n as usize, ex.len(), "every example kept");
+    ex.into_iter().map(|(_, r, v)| (r, v)).collect()
+}
+
+#[test]
+fn coco_category_ids_raw_and_mapped_as_each_framework_maps_them() {
+    let env = Env::new();
+    env.python(COCO_PY);
+    let want = read_json(&env, "want.json");
+    let column =
+        |key: &str| -> Vec<Option<i64>> { want[key].as_array().expect("list").iter().map(Value::as_i64).collect() };
+    let run = |schema: &str, code: i32| {
+        env.write("s.yaml", schema);
+        env.check_json(&["-s", "s.yaml", "coco", "--max-examples", "1000000"], code)
+    };
+
+    // Raw ids (torchvision), with a head of 91: only the id past 90 is out.
+    let report = run("columns:\n  category_id: {kind: class, num_classes: 91}\n", 1);
+    assert_eq!(report["files"], 1, "state.json is not COCO: skipped");
+    assert_eq!(report["rows"], 400);
+    assert_eq!(
+        by_row(&report, "category_id", "class"),
+        BTreeMap::from([(333, Value::from(91))])
+    );
+    let w = warnings(&report);
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(
+        w[0].starts_with("coco/instances_train2017.json: 2 annotation(s) name a category_id that `categories` lacks (12, 91; first: annotations[17])"),
+        "{}",
+        w[0]
+    );
+
+    // Raw ids with a head of 80: every id >= 80 is out, and the hint says why.
+    let report = run("columns:\n  category_id: {kind: class, num_classes: 80}\n", 1);
+    let raw = column("raw");
+    let out: BTreeMap<u64, Value> = raw
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.expect("id") >= 80)
+        .map(|(i, v)| (i as u64, Value::from(v.expect("id"))))
+        .collect();
+    assert!(out.len() > 20);
+    assert_eq!(by_row(&report, "category_id", "class"), out);
+    let check = crate::util::check(&report, "category_id", "class");
+    assert!(
+        check["hint"]
+            .as_str()
+            .expect("hint")
+            .contains("coco_mapping: contiguous")
+    );
+
+    // detectron2's mapping: every mapped value as detectron2 computes it
+    // (num_classes 1 makes every class but 0 an example), the two ids that
+    // `categories` lacks are nulls.
+    let report = run(
+        "columns:\n  category_id: {kind: class, num_classes: 1, coco_mapping: contiguous}\n",
+        1,
+    );
+    let d2 = column("d2");
+    let mapped: BTreeMap<u64, Value> = d2
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.filter(|&c| c != 0).map(|c| (i as u64, Value::from(c))))
+        .collect();
+    assert_eq!(by_row(&report, "category_id", "class"), mapped);
+    assert_eq!(
+        by_row(&report, "category_id", "null"),
+        BTreeMap::from([(17, Value::Null), (333, Value::Null)])
+    );
+    // With the model's 80 classes, only the unknown ids remain.
+    let report = run(
+        "columns:\n  category_id: {kind: class, num_classes: 80, coco_mapping: contiguous}\n",
+        1,
+    );
+    assert_eq!(report["violations"], 2);
+    assert!(
+        crate::util::check(&report, "category_id", "null")["hint"]
+            .as_str()
+            .expect("hint")
+            .contains("KeyError")
+    );
+
+    // mmdetection's mapping by class names (in the order of `categories`).
+    env.write("classes.txt", "c90\nc1\nc5\n");
+    let report = run(
+        "columns:\n  category_id: {kind: class, num_classes: 1, coco_mapping: {by_name: {class_names: classes.txt}}}\n",
+        1,
+    );
+    let mm = column("mm");
+    let mapped: BTreeMap<u64, Value> = mm
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.filter(|&c| c != 0).map(|c| (i as u64, Value::from(c))))
+        .collect();
+    assert!(!mapped.is_empty());
+    assert_eq!(by_row(&report, "category_id", "class"), mapped);
+    let nulls = mm.iter().filter(|v| v.is_none()).count();
+    assert_eq!(crate::util::check(&report, "category_id", "null")["violations"], nulls);
+
+    // Other annotation keys are columns: bbox is a list column.
+    let report = run(
+        "columns:\n  bbox: {kind: range, min: 0, max_length: 4, min_length: 4}\n  iscrowd: {kind: values, allowed: [0, 1]}\n  image_id: {kind: index, size: 51}\n",
+        1,
+    );
+    assert_eq!(
+        by_row(&report, "bbox", "range"),
+        BTreeMap::from([(42, Value::from(-2.0))])
+    );
+    assert_eq!(report["violations"], 1);
+}
+
+#[test]
+fn coco_files_that_are_broken_are_their_errors() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  category_id: {kind: class, num_classes: 91}\n");
+    env.write(
+        "d/cut.json",
+        r#"{"images": [], "annotations": [{"id": 1, "category_id": 3"#,
+    );
+    env.write(
+        "d/types.json",
+        r#"{"images": [], "annotations": [{"category_id": 3}], "categories": 7}"#,
+    );
+    env.write("d/good.json", r#"{"images": [], "annotations": [{"category_id": 3}, {"category_id": 95}], "categories": [{"id": 3, "name": "x"}]}"#);
+    env.write("d/config.json", r#"{"vocab_size": 3}"#);
+    let report = env.check_json(&["-s", "s.yaml", "d"], 2);
+    assert_eq!(report["files"], 3);
+    let errors: Vec<(&str, &str)> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["file"].as_str().expect("file"),
+                e["message"].as_str().expect("message"),
+            )
+        })
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert_eq!(errors[0].0, "d/cut.json");
+    assert!(
+        errors[0].1.contains("not a COCO annotation file: EOF"),
+        "{}",
+        errors[0].1
+    );
+    assert_eq!(errors[1].0, "d/types.json");
+    assert!(errors[1].1.contains("invalid type"), "{}", errors[1].1);
+    assert_eq!(
+        by_row(&report, "category_id", "class"),
+        BTreeMap::from([(1, Value::from(95))])
+    );
+    // Named on the command line, a JSON that is not COCO says so.
+    let report = env.check_json(&["-s", "s.yaml", "d/config.json"], 2);
+    assert!(
+        report["errors"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("lacks images, annotations, categories")
+    );
+}
+
+/// ultralytics' reading of a label file (ultralytics/data/utils.py
+/// `verify_image_label` 8.3, the label part, and ops.segments2boxes):
+/// `verdict(path)` is None or why the file is dropped as corrupt (nc 80).
+const YOLO_PY: &str = r#"
+def xyxy2xywh(x):
+    y = np.empty_like(x)
+    y[..., 0] = (x[..., 0] + x[..., 2]) / 2
+    y[..., 1] = (x[..., 1] + x[..., 3]) / 2
+    y[..., 2] = x[..., 2] - x[..., 0]
+    y[..., 3] = x[..., 3] - x[..., 1]
+    return y
+
+def segments2boxes(segments):
+    boxes = []
+    for s in segments:
+        x, y = s.T
+        boxes.append([x.min(), y.min(), x.max(), y.max()])
+    return xyxy2xywh(np.array(boxes))
+
+def read_labels(lb_file):
+    with open(lb_file, encoding="utf-8") as f:
+        lb = [x.split() for x in f.read().strip().splitlines() if len(x)]
+        if any(len(x) > 6 for x in lb):
+            classes = np.array([x[0] for x in lb], dtype=np.float32)
+            segments = [np.array(x[1:], dtype=np.float32).reshape(-1, 2) for x in lb]
+            lb = np.concatenate((classes.reshape(-1, 1), segments2boxes(segments)), 1)
+        lb = np.array(lb, dtype=np.float32)
+    return lb
+
+def verdict(lb_file):
+    try:
+        lb = read_labels(lb_file)
+        if len(lb):
+            assert lb.shape[1] == 5, f"labels require 5 columns, {lb.shape[1]} columns detected"
+            points = lb[:, 1:]
+            assert points.max() <= 1.01, "non-normalized or out of bounds coordinates"
+            assert lb.min() >= 0, "negative label values"
+            assert lb[:, 0].max() < 80, "Label class exceeds dataset class count 80"
+        return None
+    except Exception as e:
+        return str(e)
+
+def write(path, rows):
+    # as ultralytics' converters write labels: class, then %g coordinates
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(r if isinstance(r, str) else ("%g " % r[0]) + " ".join("%g" % v for v in r[1:]) + "\n")
+"#;
+
+#[test]
+fn yolo_label_files_as_ultralytics_reads_them() {
+    let env = Env::new();
+    env.python(&format!(
+        "{YOLO_PY}
+import yaml
+yaml.safe_dump({{'path': '.', 'train': 'images/train', 'val': 'images/val',
+                'names': {{i: f'n{{i}}' for i in range(80)}}}}, open('data.yaml', 'w'))
+rng = np.random.default_rng(7)
+files = {{}}
+for k in range(12):
+    rows = [(int(rng.integers(0, 80)), *[float(v) for v in np.round(rng.uniform(0.05, 0.95, 4), 6)]) for _ in range(k + 1)]
+    files[f'labels/train/img{{k:03d}}.txt'] = rows
+files['labels/train/img003.txt'][1] = (80, 0.5, 0.5, 0.1, 0.1)      # class == nc
+files['labels/train/img005.txt'][0] = (3, 0.5, 0.5, 1.02, 0.1)      # dropped: > 1.01
+files['labels/train/img006.txt'].insert(2, '\\n')                   # a blank line
+files['labels/train/img007.txt'] = ['7 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\\n', '2 0.2 0.2 0.4 0.4\\n']  # segments
+files['labels/train/img008.txt'] = ['1 0.5 0.5 0.2\\n']             # dropped: 4 columns
+files['labels/val/img100.txt'] = []                                 # background
+for p, rows in files.items():
+    write(p, rows)
+open('labels/README.md', 'w').write('not a label')
+json.dump({{p: verdict(p) for p in sorted(files)}}, open('verdicts.json', 'w'))
+seg = read_labels('labels/train/img007.txt')
+json.dump([[float(v) for v in r] for r in seg], open('seg.json', 'w'))
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: {yolo_data: data.yaml}}\n  x: {kind: range, min: 0, max: 1}\n  w: {kind: range, min: 0, max: 1}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "labels", "--max-examples", "1000"], 1);
+    assert_eq!(report["files"], 13);
+    // Class 80 of an 80-class data.yaml, at its line.
+    let (n, ex) = hits(&report, "class", "class");
+    assert_eq!(n, 1);
+    assert_eq!((ex[0].0.as_str(), ex[0].1), ("labels/train/img003.txt", 1));
+    assert_eq!(ex[0].2.as_f64(), Some(80.0));
+    let (n, ex) = hits(&report, "w", "range");
+    assert_eq!(n, 1);
+    assert_eq!((ex[0].0.as_str(), ex[0].1), ("labels/train/img005.txt", 0));
+    // Every file ultralytics drops is said to be dropped, and no other.
+    let verdicts = read_json(&env, "verdicts.json");
+    let w = warnings(&report);
+    for (path, v) in verdicts.as_object().expect("verdicts") {
+        let said = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
+        assert_eq!(said, !v.is_null(), "{path}: {v} / {w:#?}");
+    }
+    assert_eq!(w.iter().filter(|m| m.contains("drops")).count(), 3, "{w:#?}");
+    assert!(
+        w.iter()
+            .any(|m| m.starts_with("labels/train/img003.txt: ultralytics drops")
+                && m.contains("Label class 80 exceeds dataset class count 80")),
+        "{w:#?}"
+    );
+    // Blank lines keep their number: img006 has rows 0, 1, 3, 4, 5, 6, 7.
+    env.write(
+        "all.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  x: {kind: range, max: -1}\n  h: {kind: range, max: -1}\n  points: {kind: range, max: -1}\n",
+    );
+    let report = env.check_json(
+        &[
+            "-s",
+            "all.yaml",
+            "labels/train/img006.txt",
+            "labels/train/img007.txt",
+            "--max-examples",
+            "1000",
+        ],
+        1,
+    );
+    let (_, ex) = hits(&report, "x", "range");
+    let rows: Vec<u64> = ex.iter().filter(|e| e.0.ends_with("img006.txt")).map(|e| e.1).collect();
+    assert_eq!(rows, [0, 1, 3, 4, 5, 6, 7]);
+    // Segment lines: the box ultralytics derives, the polygon as `points`.
+    let seg = read_json(&env, "seg.json");
+    let seg_x: Vec<f32> = ex
+        .iter()
+        .filter(|e| e.0.ends_with("img007.txt"))
+        .map(|e| e.2.as_f64().expect("x") as f32)
+        .collect();
+    let want_x: Vec<f32> = seg
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r[1].as_f64().expect("x") as f32)
+        .collect();
+    assert_eq!(seg_x, want_x);
+    let h: Vec<f32> = hits(&report, "h", "range")
+        .1
+        .iter()
+        .filter(|e| e.0.ends_with("img007.txt"))
+        .map(|e| e.2.as_f64().expect("h") as f32)
+        .collect();
+    let want_h: Vec<f32> = seg
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r[4].as_f64().expect("h") as f32)
+        .collect();
+    assert_eq!(h, want_h);
+    assert_eq!(hits(&report, "points", "range").0, 8 + 4);
+}
+
+#[test]
+fn yolo_data_yaml_bounds_and_broken_label_files() {
+    let env = Env::new();
+    env.write("labels/a.txt", "0 0.5 0.5 0.1 0.1\n2 0.5 0.5 0.1 0.1\n");
+    let schema = "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: {yolo_data: data.yaml}}\n";
+    env.write("s.yaml", schema);
+    // names as a list: nc is its length.
+    env.write("data.yaml", "names: [person, car]\n");
+    let report = env.check_json(&["-s", "s.yaml", "labels"], 1);
+    assert_eq!(hits(&report, "class", "class").0, 1);
+    // nc alone.
+    env.write("data.yaml", "nc: 3\n");
+    env.check_json(&["-s", "s.yaml", "labels"], 0);
+    // names and nc that disagree: ultralytics refuses the dataset.
+    env.write("data.yaml", "nc: 3\nnames: {0: person, 1: car}\n");
+    let report = env.check_json(&["-s", "s.yaml", "labels"], 2);
+    assert!(
+        report["errors"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("'names' length 2 and 'nc: 3' must match"),
+        "{report:#}"
+    );
+    // A label file that is not text is its error; the others are checked.
+    env.write("data.yaml", "nc: 3\n");
+    std::fs::write(env.path("labels/b.txt"), b"\x00\xff\xfe garbage \x80").expect("write");
+    let report = env.check_json(&["-s", "s.yaml", "labels"], 2);
+    assert_eq!(report["errors"][0]["file"], "labels/b.txt");
+    assert!(
+        report["errors"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("not UTF-8")
+    );
+    assert_eq!(report["rows"], 2);
+}
+
+#[test]
+fn init_proposes_schemas_for_the_three_layouts() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+touch('folder/.ipynb_checkpoints/x.png')
+for c in ['cat', 'dog']: touch(f'folder/{{c}}/1.png')
+{COCO_PY}
+"
+    ));
+    env.write("yolo/labels/train/a.txt", "0 0.5 0.5 0.1 0.1\n");
+    env.write("yolo/data.yaml", "names: [a, b, c]\n");
+    let init = |path: &str, out: &str| -> String {
+        let r = env.run(&["init", path, "-o", out]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        std::fs::read_to_string(env.path(out)).expect("schema")
+    };
+    let folder = init("folder", "folder.yaml");
+    assert!(folder.contains("layout: image_folder"), "{folder}");
+    assert!(folder.contains("num_classes: 3"), "{folder}");
+    assert!(folder.contains("CHECK: `.ipynb_checkpoints` is class 0"), "{folder}");
+    env.check_json(&["-s", "folder.yaml", "folder"], 0);
+    let coco = init("coco", "coco.yaml");
+    assert!(coco.contains("num_classes: 91"), "{coco}");
+    assert!(coco.contains("80 categories with ids up to 90"), "{coco}");
+    assert!(coco.contains("coco_mapping: contiguous"), "{coco}");
+    let yolo = init("yolo", "yolo.yaml");
+    assert!(yolo.contains("layout: yolo"), "{yolo}");
+    assert!(yolo.contains("{yolo_data: yolo/data.yaml}"), "{yolo}");
+    env.check_json(&["-s", "yolo.yaml", "yolo"], 0);
+}
+
+#[test]
+fn image_folder_reports_are_the_same_on_every_path_through_the_scanner() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+for c in range(7):
+    for i in range(300 + c):
+        touch(f'data/class_{{c}}/img_{{i:04d}}.png')
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: 5}\n  class_name: {kind: values, allowed: [class_0, class_1, class_2, class_3, class_4, class_5]}\n",
+    );
+    let json = |args: &[&str]| {
+        let mut all = vec![
+            "check",
+            "--format",
+            "json",
+            "-s",
+            "s.yaml",
+            "data",
+            "--max-examples",
+            "7",
+        ];
+        all.extend_from_slice(args);
+        let r = env.run(&all);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        r.stdout
+    };
+    let one = json(&["--jobs", "1"]);
+    let report: Value = serde_json::from_str(&one).expect("json");
+    // class_5 (305 images) and class_6 (306) are past num_classes 5; class_6 is no allowed name.
+    assert_eq!(hits(&report, "label", "class").0, 305 + 306);
+    assert_eq!(hits(&report, "class_name", "values").0, 306);
+    assert_eq!(report["files"], 7 * 300 + 21);
+    assert_eq!(json(&["--jobs", "3"]), one);
+    // Spilled violations take the scanner's general path: the same report.
+    assert_eq!(json(&["--violations-out", "v.jsonl"]), one);
+    let spilled = std::fs::read_to_string(env.path("v.jsonl")).expect("spill");
+    assert_eq!(spilled.lines().count(), 305 + 306 + 306);
+    // Cached: the first run and the rerun.
+    assert_eq!(json(&["--cache", "c"]), one);
+    assert_eq!(json(&["--cache", "c"]), one);
+    // Planned into units (which carry each image's class) and checked apart.
+    let validator = preflight::Validator::new(preflight::Schema::from_file(&env.path("s.yaml")).expect("schema"), 7);
+    let hints = preflight::source::Hints::from_schema(validator.schema());
+    let units = preflight::plan_paths_with(&[env.path("data")], 1, &hints);
+    assert_eq!(units.len(), 7 * 300 + 21);
+    let (a, b) = units.split_at(1000);
+    let opts = preflight::ScanOptions::default();
+    let mut merged = preflight::scan::check_units(&validator, b, &opts);
+    merged.merge(preflight::scan::check_units(&validator, a, &opts));
+    let shown = env.dir.path().join("data").to_string_lossy().into_owned();
+    let planned = preflight::report::json::render(&merged.report(&validator)).replace(&format!("{shown}/"), "data/");
+    assert_eq!(planned, one);
+}
+
+#[test]
+fn layout_keys_resolve_and_their_mistakes_are_schema_errors() {
+    let env = Env::new();
+    env.write("data.yaml", "nc: 4\n");
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: {yolo_data: data.yaml}}\n  category_id: {kind: class, num_classes: 80, coco_mapping: contiguous}\n  cat: {kind: class, num_classes: 2, coco_mapping: {by_name: [person, 'traffic light']}}\n",
+    );
+    let r = env.run(&["schema", "s.yaml"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for line in [
+        "dataset:\n  layout: yolo\n",
+        "num_classes: 4  # from data.yaml: nc",
+        "coco_mapping: contiguous",
+        "coco_mapping: {by_name: [\"person\", \"traffic light\"]}",
+    ] {
+        assert!(r.stdout.contains(line), "{line:?} in\n{}", r.stdout);
+    }
+    // What `schema` prints is a schema that reads back the same (the
+    // number now literal, so without its source).
+    env.write("resolved.yaml", &r.stdout);
+    let again = env.run(&["schema", "resolved.yaml"]);
+    assert_eq!(again.stdout, r.stdout.replace("  # from data.yaml: nc", ""));
+    for (yaml, needle) in [
+        (
+            "dataset: {layout: imagefolder}\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+            "imagefolder",
+        ),
+        (
+            "columns:\n  c: {kind: class, num_classes: 2, coco_mapping: sorted}\n",
+            "`sorted` is not a mapping",
+        ),
+        (
+            "columns:\n  c: {kind: index, size: 2, coco_mapping: contiguous}\n",
+            "needs kind `class`",
+        ),
+        (
+            "columns:\n  c: {kind: class, num_classes: {yolo_data: nope.yaml}}\n",
+            "nope.yaml",
+        ),
+        (
+            "columns:\n  c: {kind: class, num_classes: {yolo_data: data.yaml, class_names: x.txt}}\n",
+            "exactly one of",
+        ),
+    ] {
+        env.write("bad.yaml", yaml);
+        let r = env.run(&["schema", "bad.yaml"]);
+        assert_eq!(r.code, 2, "{yaml}");
+        assert!(r.stderr.contains(needle), "{yaml}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn link_loops_and_broken_links_in_an_image_folder_are_errors() {
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+touch('data/a/1.png'); touch('data/b/1.png')
+touch('data/a/loop', '..')                 # data/a/loop -> data/a
+touch('data/b/gone.jpg', '../../nowhere.jpg')
+"
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: 2}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "data"], 2);
+    let errors: Vec<(&str, &str)> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["file"].as_str().expect("file"),
+                e["message"].as_str().expect("message"),
+            )
+        })
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert_eq!(errors[0].0, "data/a/loop");
+    assert!(errors[0].1.contains("symbolic link loop"), "{}", errors[0].1);
+    assert_eq!(errors[1].0, "data/b/gone.jpg");
+    assert_eq!(report["files"], 2);
+    assert_eq!(report["violations"], 0);
+}
