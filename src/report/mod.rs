@@ -208,6 +208,11 @@ pub fn value_order(a: &Value, b: &Value) -> std::cmp::Ordering {
     .then_with(|| rank(a).cmp(&rank(b)))
 }
 
+/// The same bad value: same type, equal in [`value_order`] (NaN is NaN).
+fn same_value(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b) && value_order(a, b).is_eq()
+}
+
 impl PixelEvidence {
     /// Adds pixel counts of bad values, keeping the smallest.
     pub fn count(&mut self, more: impl IntoIterator<Item = (Value, u64)>) {
@@ -217,17 +222,7 @@ impl PixelEvidence {
         let mut out: Vec<(Value, u64)> = Vec::with_capacity(all.len().min(PIXEL_COUNTS));
         for (v, n) in all {
             match out.last_mut() {
-                Some((w, m))
-                    if value_order(w, &v).is_eq()
-                        && matches!(
-                            (&*w, &v),
-                            (Value::Float(_), Value::Float(_))
-                                | (Value::Int(_), Value::Int(_))
-                                | (Value::Str(_), Value::Str(_))
-                        ) =>
-                {
-                    *m += n
-                }
+                Some((w, m)) if same_value(w, &v) => *m = m.saturating_add(n),
                 _ => out.push((v, n)),
             }
         }
@@ -236,13 +231,14 @@ impl PixelEvidence {
     }
 
     fn merge(&mut self, o: &PixelEvidence) {
-        self.images += o.images;
-        self.lossy += o.lossy;
-        self.palette_luminance += o.palette_luminance;
-        self.binary_255 += o.binary_255;
-        self.wide16 += o.wide16;
-        self.boundary += o.boundary;
-        self.located += o.located;
+        // Saturating: counts read from a hostile partial may not wrap.
+        self.images = self.images.saturating_add(o.images);
+        self.lossy = self.lossy.saturating_add(o.lossy);
+        self.palette_luminance = self.palette_luminance.saturating_add(o.palette_luminance);
+        self.binary_255 = self.binary_255.saturating_add(o.binary_255);
+        self.wide16 = self.wide16.saturating_add(o.wide16);
+        self.boundary = self.boundary.saturating_add(o.boundary);
+        self.located = self.located.saturating_add(o.located);
         if !o.counts.is_empty() {
             self.count(o.counts.iter().cloned());
         }

@@ -622,3 +622,33 @@ json.dump({"model_type": "segformer", "id2label": {str(i): str(i) for i in range
     assert!(text.contains("colors:") && text.contains("\"128,64,128\": 2"), "{text}");
     env.check_json(&["-s", "cam.yaml", "cam"], 0);
 }
+
+#[test]
+fn image_bytes_on_stdin_are_decoded_too() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+import io
+b = io.BytesIO(); a = np.zeros((3, 3), np.uint8); a[1, 2] = 77; Image.fromarray(a).save(b, format="PNG")
+t = pa.table({"mask": pa.array([b.getvalue(), b"junk"], pa.binary())})
+with pa.ipc.new_stream("s.arrows", t.schema) as w:
+    w.write_table(t)
+"#,
+    );
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  mask: {kind: class, num_classes: 21, decode: raw}\n",
+    );
+    let input = std::fs::read(env.path("s.arrows")).expect("stream");
+    let (code, out, err) = env.run_piped(&["check", "-s", "s.yaml", "--format", "json", "-"], &input);
+    assert_eq!(code, 2, "{err}");
+    let r: Value = serde_json::from_slice(&out).expect("json");
+    let c = check(&r, "mask", "class");
+    assert_eq!(c["violations"], 1);
+    assert_eq!(
+        (c["examples"][0]["x"].as_u64(), c["examples"][0]["y"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert!(r["errors"].to_string().contains("row 1: not an image"), "{r:#}");
+}

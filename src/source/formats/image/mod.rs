@@ -45,9 +45,6 @@ pub const IMAGE_FIELD: &str = "preflight.image";
 /// larger images are refused by the loader too.
 pub const MAX_PIXELS: u64 = 2 * 89_478_485;
 
-/// Pillow's `DecompressionBombWarning` threshold.
-pub const WARN_PIXELS: u64 = 89_478_485;
-
 /// Largest image file read whole.
 const MAX_FILE_BYTES: u64 = 1 << 30;
 
