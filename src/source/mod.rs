@@ -185,6 +185,10 @@ pub enum Format {
     /// (`dtype:` from the schema). Searched for only when the schema has a
     /// `tokens` column.
     TokenBin,
+    /// A WebDataset tar shard (`.tar`, `.tar.gz`, `.tgz`; compression by
+    /// content). Searched for only when its first sample has a member the
+    /// schema names.
+    WebDataset,
 }
 
 impl Format {
@@ -199,6 +203,7 @@ impl Format {
                     && !path.parent().is_some_and(|d| d.join("index.json").is_file())
             }
             Format::Mds => formats::mds::searched(path),
+            Format::WebDataset => formats::webdataset::provides_any(path, columns),
             _ => true,
         }
     }
@@ -227,6 +232,7 @@ impl Format {
             "npy" => Some(Format::Npy),
             "npz" => Some(Format::Npz),
             "bin" => Some(Format::TokenBin),
+            "tar" | "tgz" => Some(Format::WebDataset),
             _ => None,
         }
     }
@@ -315,6 +321,7 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
         })?)),
         Some(Format::TokenBin) => formats::tokenbin::open(path, hints.dtype(formats::tokenbin::TOKENS)),
+        Some(Format::WebDataset) => Ok(Box::new(formats::webdataset::WdsSource::open(path)?)),
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),

@@ -12,3 +12,4 @@ pub mod parquet;
 pub(crate) mod shardcol;
 mod textcol;
 pub mod tokenbin;
+pub mod webdataset;
