@@ -189,6 +189,10 @@ pub enum Format {
     /// content). Searched for only when its first sample has a member the
     /// schema names.
     WebDataset,
+    /// A TFRecord file of `tf.train.Example` records (`.tfrecord`,
+    /// `.tfrecords`, `.gz` of them). Searched for only when its first record
+    /// has a feature the schema names.
+    TfRecord,
 }
 
 impl Format {
@@ -204,6 +208,7 @@ impl Format {
             }
             Format::Mds => formats::mds::searched(path),
             Format::WebDataset => formats::webdataset::provides_any(path, columns),
+            Format::TfRecord => formats::tfrecord::provides_any(path, columns),
             _ => true,
         }
     }
@@ -233,6 +238,7 @@ impl Format {
             "npz" => Some(Format::Npz),
             "bin" => Some(Format::TokenBin),
             "tar" | "tgz" => Some(Format::WebDataset),
+            "tfrecord" | "tfrecords" => Some(Format::TfRecord),
             _ => None,
         }
     }
@@ -322,6 +328,7 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         })?)),
         Some(Format::TokenBin) => formats::tokenbin::open(path, hints.dtype(formats::tokenbin::TOKENS)),
         Some(Format::WebDataset) => Ok(Box::new(formats::webdataset::WdsSource::open(path)?)),
+        Some(Format::TfRecord) => Ok(Box::new(formats::tfrecord::TfRecordSource::open(path)?)),
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),

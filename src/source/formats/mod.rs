@@ -11,5 +11,6 @@ pub mod npy;
 pub mod parquet;
 pub(crate) mod shardcol;
 mod textcol;
+pub mod tfrecord;
 pub mod tokenbin;
 pub mod webdataset;
