@@ -11,8 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use preflight::source;
 
-const EXTENSIONS: [&str; 13] = [
+const EXTENSIONS: [&str; 17] = [
     "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
+    "tar", "tar.gz", "tfrecord", "tfrecord.gz",
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -53,13 +53,18 @@ pub(super) fn walk<R: Read>(
     let mut pax_path: Option<Vec<u8>> = None;
     let mut first_header: Option<u64> = None;
     let mut name = Vec::new();
+    // Where the next header should be, to say where a bad one is.
+    let mut next = 0u64;
     for entry in entries {
-        let mut entry = entry.map_err(tar_error)?;
+        let mut entry = entry.map_err(|e| tar_error(e).at(format!("tar header at byte {next}")))?;
         let at = entry.raw_header_position();
         let start = *first_header.get_or_insert(at);
         let kind = entry.header().entry_type();
         let type_byte = kind.as_byte();
         let size = entry.size();
+        next = entry
+            .raw_file_position()
+            .saturating_add(size.saturating_add(511) & !511);
         if let Some(len) = len
             && entry.raw_file_position().checked_add(size).is_none_or(|end| end > len)
         {
@@ -147,6 +152,11 @@ pub(super) fn tar_error(e: std::io::Error) -> ReadError {
     let msg = e.to_string();
     if e.kind() == std::io::ErrorKind::UnexpectedEof || msg.contains("failed to fill whole buffer") {
         ReadError::new("truncated tar archive: the data ends inside a member")
+    } else if msg.contains("checksum") {
+        ReadError::new(format!(
+            "corrupt tar archive: {msg} (Python's tarfile stops at such a header without an error, so webdataset \
+             would silently drop the rest of the shard)"
+        ))
     } else {
         ReadError::new(format!("corrupt tar archive: {msg}"))
     }
