@@ -168,6 +168,11 @@ impl Lister {
 impl TfRecordSource {
     /// Lists the file at `path`.
     pub fn open(path: &Path) -> Result<TfRecordSource, ReadError> {
+        TfRecordSource::open_split(path, UNIT_BYTES)
+    }
+
+    /// [`TfRecordSource::open`] with units of about `unit_bytes`.
+    fn open_split(path: &Path, unit_bytes: usize) -> Result<TfRecordSource, ReadError> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_ascii_lowercase())
@@ -226,7 +231,7 @@ impl TfRecordSource {
                 };
                 let Some((offset, data)) = got else { break };
                 let r = records.record - 1;
-                if offset - unit_start >= UNIT_BYTES || units.is_empty() {
+                if offset - unit_start >= unit_bytes || units.is_empty() {
                     if let Some(u) = units.last_mut() {
                         let u: &mut Unit = u;
                         u.rows = r - u.first_row;
@@ -568,5 +573,121 @@ pub(crate) fn provides_any(path: &Path, columns: &[String]) -> bool {
         },
         Ok(None) => false,
         Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+
+    fn python(dir: &Path, script: &str) {
+        let out = std::process::Command::new(crate::source::test_python())
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .output()
+            .expect("python");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// (row, the row's int64 list or None) of every unit.
+    fn read_all(src: &TfRecordSource, column: usize) -> Vec<(u64, Option<Vec<i64>>)> {
+        let mut out = Vec::new();
+        for u in 0..src.units() {
+            src.read(u, &[column], &mut |b| {
+                let l = b.batch.column(0).as_list::<i32>();
+                for i in 0..l.len() {
+                    let v = l
+                        .is_valid(i)
+                        .then(|| l.value(i).as_primitive::<Int64Type>().values().to_vec());
+                    out.push((b.first_row + i as u64, v));
+                }
+                Ok(())
+            })
+            .expect("read");
+        }
+        out
+    }
+
+    #[test]
+    fn units_split_at_record_starts_read_as_the_whole_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        python(
+            dir.path(),
+            "from tfrecord import TFRecordWriter\n\
+             w = TFRecordWriter('t.tfrecord')\n\
+             for i in range(500):\n\
+             \x20   d = {'image': (bytes(100 + i), 'byte')}\n\
+             \x20   if i % 9: d['label'] = ([i, -i], 'int')\n\
+             \x20   w.write(d)\n\
+             w.close()\n",
+        );
+        let path = dir.path().join("t.tfrecord");
+        let whole = TfRecordSource::open(&path).expect("open");
+        assert_eq!(whole.units(), 1);
+        let split = TfRecordSource::open_split(&path, 8 << 10).expect("open");
+        assert!(split.units() > 10, "{} units", split.units());
+        let label = whole.columns().iter().position(|c| c == "label").expect("label");
+        let a = read_all(&whole, label);
+        assert_eq!(a, read_all(&split, label));
+        let expected: Vec<_> = (0..500u64)
+            .map(|i| (i, (i % 9 != 0).then(|| vec![i as i64, -(i as i64)])))
+            .collect();
+        assert_eq!(a, expected);
+    }
+
+    #[test]
+    fn damaged_files_are_errors_not_panics() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        python(
+            dir.path(),
+            "from tfrecord import TFRecordWriter\n\
+             w = TFRecordWriter('t.tfrecord')\n\
+             for i in range(5):\n\
+             \x20   w.write({'label': ([i] * i, 'int'), 'f': ([0.5] * i, 'float'), 'b': (b'x' * i, 'byte')})\n\
+             w.close()\n",
+        );
+        let good = std::fs::read(dir.path().join("t.tfrecord")).expect("read");
+        let path = dir.path().join("m.tfrecord");
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut opened = 0;
+        for _ in 0..2000 {
+            let mut bytes = good.clone();
+            for _ in 0..1 + next() % 3 {
+                let at = (next() % bytes.len() as u64) as usize;
+                bytes[at] = next() as u8;
+            }
+            // Fix both checksums of every record, so the damage reaches the
+            // protobuf decoder instead of stopping at a checksum.
+            let mut at = 0;
+            while at + 12 <= bytes.len() {
+                let len = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8")) as usize;
+                let crc = framing::masked_crc(&bytes[at..at + 8]).to_le_bytes();
+                bytes[at + 8..at + 12].copy_from_slice(&crc);
+                if len > bytes.len() - at - 12 || bytes.len() - at - 12 - len < 4 {
+                    break;
+                }
+                let crc = framing::masked_crc(&bytes[at + 12..at + 12 + len]).to_le_bytes();
+                bytes[at + 12 + len..at + 16 + len].copy_from_slice(&crc);
+                at += 16 + len;
+            }
+            std::fs::write(&path, &bytes).expect("write");
+            if let Ok(src) = TfRecordSource::open(&path) {
+                opened += 1;
+                let all: Vec<usize> = (0..src.columns().len()).collect();
+                for u in 0..src.units() {
+                    let _ = src.read(u, &all, &mut |_| Ok(()));
+                }
+            }
+        }
+        assert!(opened > 100, "{opened} of 2000 opened: the mutations reach the decoder");
     }
 }

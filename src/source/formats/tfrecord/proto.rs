@@ -41,7 +41,9 @@ pub(super) struct Feature {
     pub kind: Option<Kind>,
 }
 
+/// The variants keep feature.proto's field names.
 #[derive(Clone, PartialEq, prost::Oneof)]
+#[allow(clippy::enum_variant_names)]
 pub(super) enum Kind {
     #[prost(message, tag = "1")]
     BytesList(BytesList),

@@ -339,6 +339,11 @@ impl Visit for Lister {
 impl WdsSource {
     /// Lists the shard at `path`.
     pub fn open(path: &Path) -> Result<WdsSource, ReadError> {
+        WdsSource::open_split(path, UNIT_BYTES)
+    }
+
+    /// [`WdsSource::open`] with units of about `unit_bytes`.
+    fn open_split(path: &Path, unit_bytes: u64) -> Result<WdsSource, ReadError> {
         let compression = Compression::sniff(path)?;
         let mut notes = Notes::default();
         let mut grouper = Grouper::new(Vec::new(), 0);
@@ -360,14 +365,14 @@ impl WdsSource {
             let mut archive = tar::Archive::new(Cursor::new(&map[..]));
             let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
             tarwalk::walk(entries, Some(map.len() as u64), |mut m| {
-                list_member(&mut grouper, &mut lister, &mut notes, &mut m)
+                list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
             })?;
             Some(map)
         } else {
             let mut archive = tar::Archive::new(compression.stream(path)?);
             let entries = archive.entries().map_err(tarwalk::tar_error)?.raw(true);
             tarwalk::walk(entries, None, |mut m| {
-                list_member(&mut grouper, &mut lister, &mut notes, &mut m)
+                list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
             })?;
             None
         };
@@ -436,26 +441,25 @@ fn list_member<R: Read>(
     lister: &mut Lister,
     notes: &mut Notes,
     m: &mut Member<'_, '_, R>,
+    unit_bytes: u64,
 ) -> Result<Flow, ReadError> {
     // A unit boundary is decided at the first member of a sample: when the
     // key changes, the previous sample is complete.
-    let prev = grouper.key.clone();
-    if let Some(new) = grouper.member(m, notes, lister)? {
-        if new {
-            let key = grouper.key.as_deref().unwrap_or_default();
-            notes.start(key, grouper.rows);
-            let last = lister.units.last().map_or(0, |u| u.offset);
-            if lister.split && prev.is_some() && lister.unit_rows > 0 && m.start - last >= UNIT_BYTES {
-                if let Some(u) = lister.units.last_mut() {
-                    u.end = Some(m.start);
-                }
-                lister.units.push(Unit {
-                    offset: m.start,
-                    end: None,
-                    first_row: grouper.rows,
-                });
-                lister.unit_rows = 0;
+    let had_sample = grouper.key.is_some();
+    if let Some(true) = grouper.member(m, notes, lister)? {
+        let key = grouper.key.as_deref().unwrap_or_default();
+        notes.start(key, grouper.rows);
+        let last = lister.units.last().map_or(0, |u| u.offset);
+        if lister.split && had_sample && lister.unit_rows > 0 && m.start - last >= unit_bytes {
+            if let Some(u) = lister.units.last_mut() {
+                u.end = Some(m.start);
             }
+            lister.units.push(Unit {
+                offset: m.start,
+                end: None,
+                first_row: grouper.rows,
+            });
+            lister.unit_rows = 0;
         }
     }
     Ok(Flow::Continue)
@@ -754,4 +758,103 @@ pub(crate) fn provides_any(path: &Path, columns: &[String]) -> bool {
         })
     });
     found || walked.is_err()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+
+    /// Writes `script` with the test venv's webdataset in `dir`.
+    fn python(dir: &Path, script: &str) {
+        let out = std::process::Command::new(crate::source::test_python())
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .output()
+            .expect("python");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Every (row, cls) of every unit, and the rows each batch starts at.
+    fn read_all(src: &WdsSource, column: usize) -> Vec<(u64, Option<i64>)> {
+        let mut out = Vec::new();
+        for u in 0..src.units() {
+            src.read(u, &[column], &mut |b| {
+                let a = b.batch.column(0).as_primitive::<Int64Type>();
+                for i in 0..a.len() {
+                    out.push((b.first_row + i as u64, a.is_valid(i).then(|| a.value(i))));
+                }
+                Ok(())
+            })
+            .expect("read");
+        }
+        out
+    }
+
+    #[test]
+    fn units_split_at_sample_starts_read_as_the_whole_shard() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        python(
+            dir.path(),
+            "import webdataset as wds\n\
+             with wds.TarWriter('s.tar') as w:\n\
+             \x20   for i in range(300):\n\
+             \x20       d = {'__key__': '%05d' % i, 'jpg': bytes(700 + i)}\n\
+             \x20       if i % 7: d['cls'] = i\n\
+             \x20       w.write(d)\n",
+        );
+        let path = dir.path().join("s.tar");
+        let whole = WdsSource::open(&path).expect("open");
+        assert_eq!(whole.units(), 1);
+        let split = WdsSource::open_split(&path, 16 << 10).expect("open");
+        assert!(split.units() > 10, "{} units", split.units());
+        let cls = whole.columns().iter().position(|c| c == "cls").expect("cls");
+        let a = read_all(&whole, cls);
+        let b = read_all(&split, cls);
+        assert_eq!(a.len(), 300);
+        assert_eq!(a, b);
+        let expected: Vec<(u64, Option<i64>)> = (0..300).map(|i| (i, (i % 7 != 0).then_some(i as i64))).collect();
+        assert_eq!(a, expected);
+    }
+
+    #[test]
+    fn damaged_shards_are_errors_not_panics() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        python(
+            dir.path(),
+            "import webdataset as wds\n\
+             with wds.TarWriter('s.tar') as w:\n\
+             \x20   for i in range(6):\n\
+             \x20       w.write({'__key__': 'k%d' % i, 'cls': i, 'png': b'x' * i})\n",
+        );
+        let good = std::fs::read(dir.path().join("s.tar")).expect("read");
+        let path = dir.path().join("m.tar");
+        // A fixed pseudo-random sequence of byte changes (xorshift).
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300 {
+            let mut bytes = good.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() % bytes.len() as u64) as usize;
+                bytes[at] = next() as u8;
+            }
+            if next() % 4 == 0 {
+                bytes.truncate((next() % bytes.len() as u64) as usize);
+            }
+            std::fs::write(&path, &bytes).expect("write");
+            if let Ok(src) = WdsSource::open(&path) {
+                let all: Vec<usize> = (0..src.columns().len()).collect();
+                for u in 0..src.units() {
+                    let _ = src.read(u, &all, &mut |_| Ok(()));
+                }
+            }
+        }
+    }
 }
