@@ -207,8 +207,9 @@ impl Format {
                     && !path.parent().is_some_and(|d| d.join("index.json").is_file())
             }
             Format::Mds => formats::mds::searched(path),
-            Format::WebDataset => formats::webdataset::provides_any(path, columns),
-            Format::TfRecord => formats::tfrecord::provides_any(path, columns),
+            // Without a schema (`preflight init`), every shard.
+            Format::WebDataset => columns.is_empty() || formats::webdataset::provides_any(path, columns),
+            Format::TfRecord => columns.is_empty() || formats::tfrecord::provides_any(path, columns),
             _ => true,
         }
     }

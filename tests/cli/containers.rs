@@ -366,12 +366,15 @@ with wds.TarWriter('s.tar') as w:
         w.write({'__key__': f'{i:03d}', 'cls': i % 7, 'jpg': b'x'})
 "#,
     );
-    let r = env.run(&["init", "s.tar", "-o", "p.yaml"]);
+    std::fs::create_dir_all(env.path("shards")).expect("mkdir");
+    std::fs::rename(env.path("s.tar"), env.path("shards/s.tar")).expect("move");
+    // A folder of shards: init has no schema, so every shard is profiled.
+    let r = env.run(&["init", "shards", "-o", "p.yaml"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let proposed = std::fs::read_to_string(env.path("p.yaml")).expect("p.yaml");
     assert!(
         proposed.contains("cls:") && proposed.contains("num_classes: 7"),
         "{proposed}"
     );
-    env.check_json(&["-s", "p.yaml", "s.tar"], 0);
+    env.check_json(&["-s", "p.yaml", "shards"], 0);
 }

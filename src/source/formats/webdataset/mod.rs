@@ -25,9 +25,10 @@
 //! members become two samples), members `webdataset` drops (no extension),
 //! samples dropped as `__bad__`.
 //!
-//! Reading: an uncompressed shard is memory-mapped; opening walks its
-//! headers only (seeking past data) to learn the columns, the samples and
-//! the unit boundaries (every [`UNIT_BYTES`] at a sample start), so units
+//! Reading: an uncompressed shard is read by position
+//! ([`crate::source::storage::PosReader`]); opening walks its headers only
+//! (seeking past data) to learn the columns, the samples and the unit
+//! boundaries (every [`UNIT_BYTES`] at a sample start), so units
 //! read in parallel and only the asked columns' data is touched. A
 //! compressed shard (gzip, bzip2 or zstd, recognised by content, as
 //! `tarfile`'s `r|*` mode does) is one unit, streamed twice: once to list
@@ -38,18 +39,18 @@ mod tarwalk;
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufReader, Cursor, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, RecordBatchOptions};
 use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Field, Schema};
-use memmap2::Mmap;
 
 use self::names::PyInt;
 use self::tarwalk::{Flow, Member};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
+use crate::source::storage::PosReader;
+use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 
 /// Largest member whose data is read (an image, a label): a header claiming
 /// more is the file's error rather than an allocation.
@@ -125,7 +126,8 @@ struct Unit {
 pub struct WdsSource {
     path: PathBuf,
     compression: Compression,
-    map: Option<Arc<Mmap>>,
+    /// The file's size, for an uncompressed shard (read by position).
+    len: Option<u64>,
     columns: Vec<String>,
     units: Vec<Unit>,
     notes: Vec<String>,
@@ -356,18 +358,15 @@ impl WdsSource {
             unit_rows: 0,
             split: compression == Compression::None,
         };
-        let map = if compression == Compression::None {
+        let len = if compression == Compression::None {
             let file = File::open(path)?;
-            // SAFETY: read-only map of a file preflight does not write; a
-            // file changed underneath gives wrong values, never unsafety in
-            // safe code that copies out of it.
-            let map = Arc::new(unsafe { Mmap::map(&file)? });
-            let mut archive = tar::Archive::new(Cursor::new(&map[..]));
+            let len = file.metadata()?.len();
+            let mut archive = tar::Archive::new(PosReader::new(file, 0));
             let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
-            tarwalk::walk(entries, Some(map.len() as u64), |mut m| {
+            tarwalk::walk(entries, Some(len), |mut m| {
                 list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
             })?;
-            Some(map)
+            Some(len)
         } else {
             let mut archive = tar::Archive::new(compression.stream(path)?);
             let entries = archive.entries().map_err(tarwalk::tar_error)?.raw(true);
@@ -377,13 +376,10 @@ impl WdsSource {
             None
         };
         grouper.finish(&mut lister)?;
-        if let Some(map) = &map {
-            storage::release(map, 0, map.len());
-        }
         Ok(WdsSource {
             path: path.to_path_buf(),
             compression,
-            map,
+            len,
             columns: grouper.columns,
             units: lister.units,
             notes: notes.into_messages(),
@@ -410,18 +406,16 @@ impl WdsSource {
             g.member(m, notes, r)?;
             Ok(Flow::Continue)
         }
-        match &self.map {
-            Some(map) => {
-                let start = u.offset as usize;
-                let end = u.end.map_or(map.len(), |e| e as usize);
-                storage::populate(map, start, end - start);
-                let mut archive = tar::Archive::new(Cursor::new(&map[start..]));
+        match self.len {
+            Some(len) => {
+                // Only headers and the asked members' data are read (a shard
+                // is mostly images left unread).
+                let file = File::open(&self.path)?;
+                let mut archive = tar::Archive::new(PosReader::new(file, u.offset));
                 let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
-                let res = tarwalk::walk(entries, Some((map.len() - start) as u64), |mut m| {
+                tarwalk::walk(entries, Some(len - u.offset), |mut m| {
                     step(stop, &mut m, &mut grouper, &mut notes, reader)
-                });
-                storage::release(map, start, end - start);
-                res?;
+                })?;
             }
             None => {
                 let mut archive = tar::Archive::new(self.compression.stream(&self.path)?);
