@@ -251,16 +251,21 @@ impl Format {
     /// `data.stream`): Parquet, Arrow IPC (file or stream) and NumPy `.npy`
     /// start with their own magic numbers.
     pub fn from_content(path: &Path) -> Option<Format> {
-        let mut head = [0u8; 8];
-        let mut file = std::fs::File::open(path).ok()?;
-        let n = std::io::Read::read(&mut file, &mut head).ok()?;
-        let head = &head[..n];
+        let mut head = Vec::with_capacity(512);
+        let file = std::fs::File::open(path).ok()?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 512), &mut head).ok()?;
+        let head = &head[..];
         if head.starts_with(b"PAR1") {
             Some(Format::Parquet)
         } else if head.starts_with(b"ARROW1") || head.starts_with(&[0xff; 4]) {
             Some(Format::Ipc)
         } else if head.starts_with(b"\x93NUMPY") {
             Some(Format::Npy)
+        } else if formats::tfrecord::looks_like(head) {
+            // TF-slim names its shards `train-00000-of-01024`.
+            Some(Format::TfRecord)
+        } else if head.get(257..262) == Some(b"ustar") {
+            Some(Format::WebDataset)
         } else {
             None
         }

@@ -296,7 +296,7 @@ fn tfrecord_one_based_imagenet_labels_draw_the_hint() {
     env.python(
         r#"
 from tfrecord import TFRecordWriter
-w = TFRecordWriter('imagenet.tfrecord')
+w = TFRecordWriter('train-00000-of-00001')
 for i in range(2000):
     w.write({'image/class/label': (1 + i % 1000, 'int'), 'image/encoded': (b'jpeg', 'byte')})
 w.close()
@@ -306,14 +306,16 @@ w.close()
         "s.yaml",
         "columns:\n  image/class/label: {kind: class, num_classes: 1000}\n",
     );
-    let report = env.check_json(&["-s", "s.yaml", "imagenet.tfrecord"], 1);
+    // Named as build_imagenet_data.py names its shards: no extension, so
+    // recognised by its first record's length checksum.
+    let report = env.check_json(&["-s", "s.yaml", "train-00000-of-00001"], 1);
     let (n, ex) = hits(&report, "image/class/label", "class");
     assert_eq!(n, 2);
     assert_eq!(ex.iter().map(|e| e.1).collect::<Vec<_>>(), vec![999, 1999]);
     let hint = report["checks"][0]["hint"].as_str().unwrap_or_default();
     assert!(hint.contains("1-indexed"), "{hint}");
     // init proposes the observed bound and asks about 1-indexing.
-    let r = env.run(&["init", "imagenet.tfrecord", "-o", "p.yaml"]);
+    let r = env.run(&["init", "train-00000-of-00001", "-o", "p.yaml"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let proposed = std::fs::read_to_string(env.path("p.yaml")).expect("p.yaml");
     assert!(

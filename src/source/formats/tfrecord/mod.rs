@@ -526,6 +526,12 @@ impl Source for TfRecordSource {
     }
 }
 
+/// Whether a file's first bytes are a TFRecord header: a length and its
+/// masked CRC-32C (a chance match is one in 2^32).
+pub(crate) fn looks_like(head: &[u8]) -> bool {
+    head.len() >= 12 && framing::masked_crc(&head[..8]).to_le_bytes() == head[8..12]
+}
+
 /// Whether a directory search picks up the file for a schema with these
 /// columns: when its first record has a feature the schema names (a file
 /// whose first record cannot be read is picked up, so that its error is
