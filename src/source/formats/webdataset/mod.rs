@@ -169,14 +169,21 @@ impl Grouper {
         }
     }
 
-    fn column(&mut self, suffix: &str) -> usize {
-        match self.columns.iter().position(|c| c == suffix) {
-            Some(i) => i,
-            None => {
-                self.columns.push(suffix.to_string());
-                self.columns.len() - 1
-            }
-        }
+    /// The column of a raw suffix, lower-cased (without allocating when it
+    /// is ASCII and already known: this runs for every member).
+    fn column(&mut self, suffix: &[u8]) -> usize {
+        let found = if suffix.is_ascii() {
+            self.columns.iter().position(|c| {
+                c.len() == suffix.len() && c.bytes().zip(suffix).all(|(a, b)| a == b.to_ascii_lowercase())
+            })
+        } else {
+            let lower = names::lower(suffix);
+            self.columns.iter().position(|c| *c == lower)
+        };
+        found.unwrap_or_else(|| {
+            self.columns.push(names::lower(suffix));
+            self.columns.len() - 1
+        })
     }
 
     /// Ends the current sample, if any; returns whether one was kept.
@@ -208,25 +215,25 @@ impl Grouper {
             notes.no_ext(m.name);
             return Ok(None);
         };
-        let suffix = names::lower(suffix);
         let new = self.key.as_deref() != Some(key);
         if new {
             self.finish(v)?;
             self.key = Some(key.to_vec());
         }
+        let c = self.column(suffix);
+        let suffix = self.columns[c].as_str();
         if suffix.contains('.') {
-            notes.dotted(m.name, key, &suffix);
+            notes.dotted(m.name, key, suffix);
         }
         let row = self.rows;
         let here = || format!("sample {row} (key {})", String::from_utf8_lossy(key));
         // `__key__` and `__url__` are in every sample dict from its start,
         // `__local_path__` (local shards) from its first member on.
         if suffix == "__key__" || suffix == "__url__" || (suffix == "__local_path__" && !self.seen.is_empty()) {
-            return Err(duplicate(m.name, &suffix).at(here()));
+            return Err(duplicate(m.name, suffix).at(here()));
         }
-        let c = self.column(&suffix);
         if self.seen.contains(&c) {
-            return Err(duplicate(m.name, &suffix).at(here()));
+            return Err(duplicate(m.name, suffix).at(here()));
         }
         self.seen.push(c);
         if suffix == "__bad__" && m.size > 0 {

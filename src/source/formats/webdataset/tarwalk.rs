@@ -51,12 +51,26 @@ pub(super) fn walk<R: Read>(
 ) -> Result<(), ReadError> {
     let mut long_name: Option<Vec<u8>> = None;
     let mut pax_path: Option<Vec<u8>> = None;
+    let mut pax_size: Option<u64> = None;
     let mut first_header: Option<u64> = None;
     let mut name = Vec::new();
     // Where the next header should be, to say where a bad one is.
     let mut next = 0u64;
     for entry in entries {
-        let mut entry = entry.map_err(|e| tar_error(e).at(format!("tar header at byte {next}")))?;
+        let mut entry = entry.map_err(|e| {
+            let e = tar_error(e);
+            // At the first header, tarfile raises too; later it just stops.
+            let e = if next > 0 && e.message.contains("checksum") {
+                ReadError::new(format!(
+                    "{} (Python's tarfile stops at such a header without an error, so webdataset would silently \
+                     drop the rest of the shard)",
+                    e.message
+                ))
+            } else {
+                e
+            };
+            e.at(format!("tar header at byte {next}"))
+        })?;
         let at = entry.raw_header_position();
         let start = *first_header.get_or_insert(at);
         let kind = entry.header().entry_type();
@@ -98,6 +112,7 @@ pub(super) fn walk<R: Read>(
                             let v = std::str::from_utf8(ext.value_bytes())
                                 .ok()
                                 .and_then(|v| v.parse::<u64>().ok());
+                            pax_size = v;
                             if v.is_some_and(|v| v > super::MAX_MEMBER) || v.is_none() {
                                 return Err(ReadError::new(format!(
                                     "a pax size of {} bytes (preflight reads members of at most {} bytes)",
@@ -114,6 +129,12 @@ pub(super) fn walk<R: Read>(
             continue;
         }
         first_header = None;
+        if pax_size.take().is_some_and(|p| p != size) {
+            return Err(
+                ReadError::new("a pax size that differs from the header's size: not read by preflight")
+                    .at(format!("tar header at byte {at}")),
+            );
+        }
         name.clear();
         match (long_name.take(), pax_path.take()) {
             (_, Some(p)) => name.extend_from_slice(&p),
@@ -144,6 +165,12 @@ pub(super) fn walk<R: Read>(
             return Ok(());
         }
     }
+    if let Some(at) = first_header {
+        return Err(
+            ReadError::new("truncated tar archive: an extension header with no member after it")
+                .at(format!("tar header at byte {at}")),
+        );
+    }
     Ok(())
 }
 
@@ -152,11 +179,8 @@ pub(super) fn tar_error(e: std::io::Error) -> ReadError {
     let msg = e.to_string();
     if e.kind() == std::io::ErrorKind::UnexpectedEof || msg.contains("failed to fill whole buffer") {
         ReadError::new("truncated tar archive: the data ends inside a member")
-    } else if msg.contains("checksum") {
-        ReadError::new(format!(
-            "corrupt tar archive: {msg} (Python's tarfile stops at such a header without an error, so webdataset \
-             would silently drop the rest of the shard)"
-        ))
+    } else if msg.contains("failed to read entire block") {
+        ReadError::new("truncated tar archive: the data ends inside a header")
     } else {
         ReadError::new(format!("corrupt tar archive: {msg}"))
     }
