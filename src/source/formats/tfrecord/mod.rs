@@ -41,6 +41,8 @@ use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// An uncompressed file is split into units of about this many bytes.
 const UNIT_BYTES: usize = 64 << 20;
+/// Most distinct feature names a file may have (they are its columns).
+const MAX_FEATURES: usize = 100_000;
 /// Feature bytes gathered into one batch before it is handed on.
 const BATCH_BYTES: usize = 32 << 20;
 
@@ -99,13 +101,18 @@ fn entries(data: Bytes) -> Result<Vec<EntryRaw>, String> {
         );
     }
     let mut all: Vec<EntryRaw> = ex.features.into_iter().flat_map(|f| f.feature).collect();
-    // Map semantics: a repeated key keeps its last entry.
-    let mut keep = vec![true; all.len()];
-    for i in 0..all.len() {
-        if all[i + 1..].iter().any(|e| e.key == all[i].key) {
-            keep[i] = false;
-        }
-    }
+    // Map semantics: a repeated key keeps its last entry (a hash set for
+    // records with many features, so a hostile record is not quadratic).
+    let keep: Vec<bool> = if all.len() <= 16 {
+        (0..all.len())
+            .map(|i| !all[i + 1..].iter().any(|e| e.key == all[i].key))
+            .collect()
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(all.len());
+        let mut keep: Vec<bool> = all.iter().rev().map(|e| seen.insert(e.key.clone())).collect();
+        keep.reverse();
+        keep
+    };
     let mut k = keep.iter();
     all.retain(|_| *k.next().unwrap_or(&true));
     for e in &all {
@@ -133,6 +140,7 @@ fn kind_of(parts: &[Bytes]) -> Result<Option<FKind>, String> {
 /// The listing pass over one record.
 struct Lister {
     columns: Vec<String>,
+    index: std::collections::HashMap<Bytes, usize>,
     kinds: Vec<Option<(FKind, u64)>>,
 }
 
@@ -140,11 +148,17 @@ impl Lister {
     fn record(&mut self, data: Bytes, record: u64) -> Result<(), String> {
         for e in entries(data)? {
             let key = std::str::from_utf8(&e.key).unwrap_or_default();
-            let c = match self.columns.iter().position(|c| c == key) {
-                Some(c) => c,
+            let c = match self.index.get(&e.key) {
+                Some(&c) => c,
                 None => {
+                    if self.columns.len() >= MAX_FEATURES {
+                        return Err(format!(
+                            "more than {MAX_FEATURES} distinct features: not read by preflight"
+                        ));
+                    }
                     self.columns.push(key.to_string());
                     self.kinds.push(None);
+                    self.index.insert(e.key.clone(), self.columns.len() - 1);
                     self.columns.len() - 1
                 }
             };
@@ -185,6 +199,7 @@ impl TfRecordSource {
         let gzip = name.ends_with(".gz");
         let mut lister = Lister {
             columns: Vec::new(),
+            index: Default::default(),
             kinds: Vec::new(),
         };
         let mut units = Vec::new();

@@ -57,6 +57,8 @@ use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 pub(crate) const MAX_MEMBER: u64 = 256 << 20;
 /// An uncompressed shard is split into units of about this many bytes.
 const UNIT_BYTES: u64 = 64 << 20;
+/// Most distinct member extensions a shard may have (they are its columns).
+const MAX_COLUMNS: usize = 100_000;
 /// Binary data gathered into one batch before it is handed on.
 const BATCH_BYTES: usize = 32 << 20;
 
@@ -151,8 +153,16 @@ trait Visit {
 /// Grouping state shared by the listing and the reading pass.
 struct Grouper {
     columns: Vec<String>,
+    /// Column of each (lower-cased) suffix, and a buffer to look one up.
+    index: std::collections::HashMap<Vec<u8>, usize>,
+    scratch: Vec<u8>,
     key: Option<Vec<u8>>,
-    seen: Vec<usize>,
+    /// For each column, the serial of the last sample that had it (so a
+    /// repeat is found in constant time however many members a sample has).
+    seen: Vec<u64>,
+    /// Serial of the current sample (from 1) and how many members it has.
+    serial: u64,
+    members: usize,
     bad: bool,
     /// Samples kept so far (the next kept sample's row).
     rows: u64,
@@ -160,10 +170,19 @@ struct Grouper {
 
 impl Grouper {
     fn new(columns: Vec<String>, first_row: u64) -> Grouper {
+        let index = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.as_bytes().to_vec(), i))
+            .collect();
         Grouper {
             columns,
+            index,
+            scratch: Vec::new(),
             key: None,
             seen: Vec::new(),
+            serial: 0,
+            members: 0,
             bad: false,
             rows: first_row,
         }
@@ -171,19 +190,24 @@ impl Grouper {
 
     /// The column of a raw suffix, lower-cased (without allocating when it
     /// is ASCII and already known: this runs for every member).
-    fn column(&mut self, suffix: &[u8]) -> usize {
-        let found = if suffix.is_ascii() {
-            self.columns.iter().position(|c| {
-                c.len() == suffix.len() && c.bytes().zip(suffix).all(|(a, b)| a == b.to_ascii_lowercase())
-            })
+    fn column(&mut self, suffix: &[u8]) -> Result<usize, ReadError> {
+        self.scratch.clear();
+        if suffix.is_ascii() {
+            self.scratch.extend(suffix.iter().map(u8::to_ascii_lowercase));
         } else {
-            let lower = names::lower(suffix);
-            self.columns.iter().position(|c| *c == lower)
-        };
-        found.unwrap_or_else(|| {
-            self.columns.push(names::lower(suffix));
-            self.columns.len() - 1
-        })
+            self.scratch.extend_from_slice(names::lower(suffix).as_bytes());
+        }
+        if let Some(&c) = self.index.get(&self.scratch[..]) {
+            return Ok(c);
+        }
+        if self.columns.len() >= MAX_COLUMNS {
+            return Err(ReadError::new(format!(
+                "more than {MAX_COLUMNS} distinct member extensions: not read by preflight"
+            )));
+        }
+        self.columns.push(String::from_utf8_lossy(&self.scratch).into_owned());
+        self.index.insert(self.scratch.clone(), self.columns.len() - 1);
+        Ok(self.columns.len() - 1)
     }
 
     /// Ends the current sample, if any; returns whether one was kept.
@@ -193,7 +217,7 @@ impl Grouper {
         }
         let keep = !self.bad;
         v.end_sample(keep)?;
-        self.seen.clear();
+        self.members = 0;
         self.bad = false;
         if keep {
             self.rows += 1;
@@ -219,8 +243,9 @@ impl Grouper {
         if new {
             self.finish(v)?;
             self.key = Some(key.to_vec());
+            self.serial += 1;
         }
-        let c = self.column(suffix);
+        let c = self.column(suffix)?;
         let suffix = self.columns[c].as_str();
         if suffix.contains('.') {
             notes.dotted(m.name, key, suffix);
@@ -229,13 +254,17 @@ impl Grouper {
         let here = || format!("sample {row} (key {})", String::from_utf8_lossy(key));
         // `__key__` and `__url__` are in every sample dict from its start,
         // `__local_path__` (local shards) from its first member on.
-        if suffix == "__key__" || suffix == "__url__" || (suffix == "__local_path__" && !self.seen.is_empty()) {
+        if suffix == "__key__" || suffix == "__url__" || (suffix == "__local_path__" && self.members > 0) {
             return Err(duplicate(m.name, suffix).at(here()));
         }
-        if self.seen.contains(&c) {
+        if self.seen.len() <= c {
+            self.seen.resize(c + 1, 0);
+        }
+        if self.seen[c] == self.serial {
             return Err(duplicate(m.name, suffix).at(here()));
         }
-        self.seen.push(c);
+        self.seen[c] = self.serial;
+        self.members += 1;
         if suffix == "__bad__" && m.size > 0 {
             self.bad = true;
             notes.bad(key);
