@@ -40,7 +40,7 @@ use self::proto::{EntryRaw, ExampleRaw, Feature, FeatureKind, Kind, KindOnly, Se
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// An uncompressed file is split into units of about this many bytes.
-const UNIT_BYTES: usize = 64 << 20;
+const UNIT_BYTES: usize = 16 << 20;
 /// Most distinct feature names a file may have (they are its columns).
 const MAX_FEATURES: usize = 100_000;
 /// Feature bytes gathered into one batch before it is handed on.
@@ -250,6 +250,9 @@ impl TfRecordSource {
                     if let Some(u) = units.last_mut() {
                         let u: &mut Unit = u;
                         u.rows = r - u.first_row;
+                        // Listed: its pages can go (resident memory stays
+                        // at a unit, not the file).
+                        storage::release(&map, u.offset, offset - u.offset);
                     }
                     units.push(Unit {
                         offset,
