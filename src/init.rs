@@ -108,6 +108,17 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
     if let Some(e) = errors.first() {
         return Err(e.to_string());
     }
+    // WebDataset and TFRecord shards are searched for a schema's member or
+    // feature names; without a schema yet, every shard is.
+    let is_shard = |f: &discover::DataFile| {
+        matches!(
+            source::Format::from_path(&f.path),
+            Some(source::Format::WebDataset | source::Format::TfRecord)
+        )
+    };
+    files.extend(discover::discover(paths).0.into_iter().filter(is_shard));
+    files.sort_by(|a, b| a.display.cmp(&b.display));
+    files.dedup_by(|a, b| a.display == b.display);
     let is_image = |f: &discover::DataFile| source::Format::from_path(&f.path) == Some(source::Format::Image);
     if files.iter().any(|f| !is_image(f)) {
         files.retain(|f| !is_image(f));

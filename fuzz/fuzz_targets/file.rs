@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use preflight::source;
 
-const EXTENSIONS: [&str; 20] = [
+const EXTENSIONS: [&str; 24] = [
     "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
-    "png", "tif", "bmp", "jpg", "webp", "json", "txt",
+    "png", "tif", "bmp", "jpg", "webp", "json", "txt", "tar", "tar.gz", "tfrecord", "tfrecord.gz",
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -202,6 +202,14 @@ pub enum Format {
     Coco,
     /// A YOLO label file (`.txt`), with `dataset: {layout: yolo}`.
     Yolo,
+    /// A WebDataset tar shard (`.tar`, `.tar.gz`, `.tgz`; compression by
+    /// content). Searched for only when its first sample has a member the
+    /// schema names.
+    WebDataset,
+    /// A TFRecord file of `tf.train.Example` records (`.tfrecord`,
+    /// `.tfrecords`, `.gz` of them). Searched for only when its first record
+    /// has a feature the schema names.
+    TfRecord,
 }
 
 impl Format {
@@ -218,6 +226,9 @@ impl Format {
             Format::Mds => formats::mds::searched(path),
             Format::Image => columns.iter().any(|c| c == formats::image::PIXELS),
             Format::Coco => formats::coco::is_coco(path),
+            // Without a schema (`preflight init`), every shard.
+            Format::WebDataset => columns.is_empty() || formats::webdataset::provides_any(path, columns),
+            Format::TfRecord => columns.is_empty() || formats::tfrecord::provides_any(path, columns),
             _ => true,
         }
     }
@@ -248,6 +259,8 @@ impl Format {
             "bin" => Some(Format::TokenBin),
             e if formats::image::is_image_name(e) => Some(Format::Image),
             "json" => Some(Format::Coco),
+            "tar" | "tgz" => Some(Format::WebDataset),
+            "tfrecord" | "tfrecords" => Some(Format::TfRecord),
             _ => None,
         }
     }
@@ -259,16 +272,21 @@ impl Format {
     /// `data.stream`): Parquet, Arrow IPC (file or stream) and NumPy `.npy`
     /// start with their own magic numbers.
     pub fn from_content(path: &Path) -> Option<Format> {
-        let mut head = [0u8; 8];
-        let mut file = std::fs::File::open(path).ok()?;
-        let n = std::io::Read::read(&mut file, &mut head).ok()?;
-        let head = &head[..n];
+        let mut head = Vec::with_capacity(512);
+        let file = std::fs::File::open(path).ok()?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 512), &mut head).ok()?;
+        let head = &head[..];
         if head.starts_with(b"PAR1") {
             Some(Format::Parquet)
         } else if head.starts_with(b"ARROW1") || head.starts_with(&[0xff; 4]) {
             Some(Format::Ipc)
         } else if head.starts_with(b"\x93NUMPY") {
             Some(Format::Npy)
+        } else if formats::tfrecord::looks_like(head) {
+            // TF-slim names its shards `train-00000-of-01024`.
+            Some(Format::TfRecord)
+        } else if head.get(257..262) == Some(b"ustar") {
+            Some(Format::WebDataset)
         } else {
             None
         }
@@ -397,6 +415,8 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             let nc = hints.num_classes.iter().find(|(c, _)| c == formats::yolo::COLUMNS[0]);
             Ok(Box::new(formats::yolo::YoloSource::open(path, nc.map(|(_, n)| *n))?))
         }
+        Some(Format::WebDataset) => Ok(Box::new(formats::webdataset::WdsSource::open(path)?)),
+        Some(Format::TfRecord) => Ok(Box::new(formats::tfrecord::TfRecordSource::open(path)?)),
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),

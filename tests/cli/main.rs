@@ -1,5 +1,6 @@
 //! One integration binary: the real `preflight` run on real files.
 
+mod containers;
 mod core;
 mod dictionary;
 mod differential;

@@ -14,5 +14,7 @@ pub mod npy;
 pub mod parquet;
 pub(crate) mod shardcol;
 mod textcol;
+pub mod tfrecord;
 pub mod tokenbin;
 pub mod yolo;
+pub mod webdataset;

@@ -4,6 +4,10 @@
 //! populated ahead of a scan and released behind it, so resident memory is
 //! the work in flight, not the file) or read by position.
 
+mod positioned;
+
+pub(crate) use positioned::PosReader;
+
 /// Maps pages of a memory-mapped file in one call rather than a fault at a
 /// time (Linux 5.14 and later; elsewhere they fault in as they are read).
 pub(crate) fn populate(data: &memmap2::Mmap, start: usize, len: usize) {
