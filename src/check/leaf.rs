@@ -436,8 +436,17 @@ where
     let check = &mut tally.checks[col.slots.value];
     check.violations += bad;
     let room = tally.max_examples;
-    for (i, &v) in vals.iter().enumerate() {
-        if (v >= lo) & (v <= hi) | (Some(v) == extra) {
+    let ok = |v: T::Native| (v >= lo) & (v <= hi) | (Some(v) == extra);
+    // Blocks without an offending value are skipped by a branch-free test,
+    // so a few bad ids in a large batch do not cost a scalar pass over it.
+    const BLOCK: usize = 64;
+    let offending = vals
+        .chunks(BLOCK)
+        .enumerate()
+        .filter(|(_, block)| !block.iter().fold(true, |all, &v| all & ok(v)));
+    let positions = offending.flat_map(|(b, block)| block.iter().enumerate().map(move |(i, &v)| (b * BLOCK + i, v)));
+    for (i, v) in positions {
+        if ok(v) {
             continue;
         }
         if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
