@@ -40,6 +40,12 @@ timed "preflight check" "$bin" check -s "$work/s.yaml" -j "$threads" --format js
 "$py" -c "import json,sys; print('preflight bad pixels:', json.load(open(sys.argv[1]))['violations'])" "$work/out" >&2
 timed "PIL + numpy.bincount, Pool($threads)" "$py" "$here/masks_peers.py" pil "$work/masks" "$threads" 150
 echo "PIL bad pixels: $(cat "$work/out")" >&2
+# The floor: decoding alone with the same PNG crate on the same threads.
+floor=$(cargo bench --bench png_floor --no-run --message-format=json 2>/dev/null |
+    "$py" -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])' || true)
+if [ -n "$floor" ]; then
+    timed "png crate decode only (the floor)" "$floor" "$threads" "$work/masks"
+fi
 if "$py" -c "import cv2" 2>/dev/null; then
     timed "cv2.imread + numpy.unique, Pool($threads)" "$py" "$here/masks_peers.py" cv2 "$work/masks" "$threads" 150
     echo "cv2 bad pixels: $(cat "$work/out")" >&2

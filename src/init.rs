@@ -105,18 +105,22 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
         ..Default::default()
     };
     let (mut files, errors) = discover::discover_with(paths, &hints);
-    if let Some(e) = errors.first() {
-        return Err(e.to_string());
-    }
     // WebDataset and TFRecord shards are searched for a schema's member or
-    // feature names; without a schema yet, every shard is.
+    // feature names; without a schema yet, every shard is (a folder of
+    // shards alone is then no "folder without data files").
     let is_shard = |f: &discover::DataFile| {
         matches!(
             source::Format::from_path(&f.path),
             Some(source::Format::WebDataset | source::Format::TfRecord)
         )
     };
-    files.extend(discover::discover(paths).0.into_iter().filter(is_shard));
+    let shards: Vec<discover::DataFile> = discover::discover(paths).0.into_iter().filter(is_shard).collect();
+    if let Some(e) = errors.first()
+        && shards.is_empty()
+    {
+        return Err(e.to_string());
+    }
+    files.extend(shards);
     files.sort_by(|a, b| a.display.cmp(&b.display));
     files.dedup_by(|a, b| a.display == b.display);
     let is_image = |f: &discover::DataFile| source::Format::from_path(&f.path) == Some(source::Format::Image);

@@ -16,5 +16,5 @@ pub(crate) mod shardcol;
 mod textcol;
 pub mod tfrecord;
 pub mod tokenbin;
-pub mod yolo;
 pub mod webdataset;
+pub mod yolo;
