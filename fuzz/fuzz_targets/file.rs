@@ -120,7 +120,7 @@ fuzz_target!(|data: &[u8]| {
         let eod = EOD.get_or_init(common::eod_validator);
         let file = source::layouts::discover::DataFile {
             display: "fuzz.bin".into(),
-            path: path.clone(),
+            ..source::layouts::discover::DataFile::new(path.clone())
         };
         let opts = preflight::scan::ScanOptions {
             jobs: 1,
