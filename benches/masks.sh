@@ -20,7 +20,14 @@ size=${2:-512}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-planted=$("$py" "$here/masks_gen.py" "$work/masks" "$n" "$size")
+# MASKS_DIR keeps the generated masks between runs (with their planted
+# count in MASKS_DIR/planted); without it they go in a temporary folder.
+masks=${MASKS_DIR:-$work/masks}
+if [ ! -f "$masks/planted" ]; then
+    "$py" "$here/masks_gen.py" "$masks" "$n" "$size" >"$work/planted"
+    mv "$work/planted" "$masks/planted"
+fi
+planted=$(cat "$masks/planted")
 echo "planted bad pixels: $planted" >&2
 printf 'version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 150, ignore_index: 255}\n' >"$work/s.yaml"
 
@@ -36,17 +43,17 @@ timed() { # label, command...
 
 echo "| run ($n masks ${size}x${size}, $threads threads) | seconds | peak RSS MB |"
 echo "|---|---:|---:|"
-timed "preflight check" "$bin" check -s "$work/s.yaml" -j "$threads" --format json --no-progress "$work/masks"
+timed "preflight check" "$bin" check -s "$work/s.yaml" -j "$threads" --format json --no-progress "$masks"
 "$py" -c "import json,sys; print('preflight bad pixels:', json.load(open(sys.argv[1]))['violations'])" "$work/out" >&2
-timed "PIL + numpy.bincount, Pool($threads)" "$py" "$here/masks_peers.py" pil "$work/masks" "$threads" 150
+timed "PIL + numpy.bincount, Pool($threads)" "$py" "$here/masks_peers.py" pil "$masks" "$threads" 150
 echo "PIL bad pixels: $(cat "$work/out")" >&2
 # The floor: decoding alone with the same PNG crate on the same threads.
 floor=$(cargo bench --bench png_floor --no-run --message-format=json 2>/dev/null |
-    "$py" -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])' || true)
+    "$py" -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "png_floor"][0])' || true)
 if [ -n "$floor" ]; then
-    timed "png crate decode only (the floor)" "$floor" "$threads" "$work/masks"
+    timed "png crate decode only (the floor)" "$floor" "$threads" "$masks"
 fi
 if "$py" -c "import cv2" 2>/dev/null; then
-    timed "cv2.imread + numpy.unique, Pool($threads)" "$py" "$here/masks_peers.py" cv2 "$work/masks" "$threads" 150
+    timed "cv2.imread + numpy.unique, Pool($threads)" "$py" "$here/masks_peers.py" cv2 "$masks" "$threads" 150
     echo "cv2 bad pixels: $(cat "$work/out")" >&2
 fi
