@@ -30,7 +30,7 @@ use std::path::Path;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::jsonl::{Keys, KeysSeed, RowSeed, push_value};
+use super::jsonl::{Keys, KeysSeed, RowSeed, Slots, push_value};
 use super::textcol::{self, BATCH_ELEMENTS, ColumnBuilder};
 use crate::schema::CocoMapping;
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
@@ -438,19 +438,7 @@ impl Source for CocoSource {
         if unit != 0 {
             return Err(ReadError::new(format!("no unit {unit}: a COCO file is one unit")));
         }
-        let names = projection
-            .iter()
-            .map(|&i| self.columns.get(i).map(String::as_str))
-            .collect::<Option<Vec<&str>>>()
-            .ok_or_else(|| ReadError::new("projection names a column the file lacks"))?;
-        let mut slots: HashMap<&str, usize> = HashMap::new();
-        let outputs: Vec<usize> = names
-            .iter()
-            .map(|&n| {
-                let next = slots.len();
-                *slots.entry(n).or_insert(next)
-            })
-            .collect();
+        let Slots { names, slots, outputs } = Slots::of(&self.columns, projection)?;
         let maps: Vec<Option<&CategoryMap>> = names
             .iter()
             .map(|n| self.mappings.iter().find(|(c, _)| c == n).map(|(_, m)| m))

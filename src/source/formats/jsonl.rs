@@ -211,6 +211,35 @@ impl<'de> Visitor<'de> for KeyName<'_> {
     }
 }
 
+/// The keys a read wants: their names in projection order, one slot per
+/// distinct key (what [`RowSeed`] fills), and for each projected column its
+/// slot (a column asked for twice reads one slot).
+pub(crate) struct Slots<'a> {
+    pub(crate) names: Vec<&'a str>,
+    pub(crate) slots: HashMap<&'a str, usize>,
+    pub(crate) outputs: Vec<usize>,
+}
+
+impl<'a> Slots<'a> {
+    /// The slots of `projection` (indices into `columns`).
+    pub(crate) fn of(columns: &'a [String], projection: &[usize]) -> Result<Slots<'a>, ReadError> {
+        let names = projection
+            .iter()
+            .map(|&i| columns.get(i).map(String::as_str))
+            .collect::<Option<Vec<&str>>>()
+            .ok_or_else(|| ReadError::new("projection names a column the file lacks"))?;
+        let mut slots: HashMap<&str, usize> = HashMap::new();
+        let outputs = names
+            .iter()
+            .map(|&n| {
+                let next = slots.len();
+                *slots.entry(n).or_insert(next)
+            })
+            .collect();
+        Ok(Slots { names, slots, outputs })
+    }
+}
+
 /// Reads the values of the wanted keys of one object into `values` (by
 /// slot; a repeated key keeps its last value), skipping the others.
 pub(crate) struct RowSeed<'a> {
@@ -346,20 +375,7 @@ impl Source for JsonlSource {
         if unit != 0 {
             return Err(ReadError::new(format!("no unit {unit}: a JSON Lines file is one unit")));
         }
-        let names = projection
-            .iter()
-            .map(|&i| self.columns.get(i).map(String::as_str))
-            .collect::<Option<Vec<&str>>>()
-            .ok_or_else(|| ReadError::new("projection names a column the file lacks"))?;
-        // One slot per distinct wanted key; outputs point at slots.
-        let mut slots: HashMap<&str, usize> = HashMap::new();
-        let outputs: Vec<usize> = names
-            .iter()
-            .map(|&n| {
-                let next = slots.len();
-                *slots.entry(n).or_insert(next)
-            })
-            .collect();
+        let Slots { names, slots, outputs } = Slots::of(&self.columns, projection)?;
         let mut values: Vec<Option<Value>> = vec![None; slots.len()];
 
         let mut lines = Lines::open(&self.path, self.max_line)?;
