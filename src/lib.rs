@@ -52,7 +52,7 @@ pub mod source;
 pub mod stream;
 pub mod violations;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use check::Validator;
 pub use error::{Error, Result};
@@ -183,7 +183,15 @@ fn schema_and_paths(plan: &Plan) -> Result<(Validator, Vec<PathBuf>), Report> {
     let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
     let paths: Vec<PathBuf> = if plan.paths.is_empty() {
         let base = schema.base_dir();
-        schema.files.iter().map(|f| base.join(f)).collect()
+        // A URL is not relative to the schema's folder.
+        schema
+            .files
+            .iter()
+            .map(|f| match source::storage::remote::is_url(Path::new(f)) {
+                true => PathBuf::from(f),
+                false => base.join(f),
+            })
+            .collect()
     } else {
         plan.paths.clone()
     };

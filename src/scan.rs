@@ -180,7 +180,10 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
     files
         .par_iter()
         .flat_map_iter(|f| {
-            let bytes = std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0);
+            let bytes = match source::storage::remote::listed_size(&f.path) {
+                Some(size) => size,
+                None => std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0),
+            };
             let units = if f.label.is_some() {
                 1
             } else if bytes >= split_bytes {

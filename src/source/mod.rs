@@ -372,6 +372,9 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
 
 /// Opens a data file as a [`Source`] with what the schema says about it.
 pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
+    if storage::remote::is_url(path) {
+        return open_remote(path);
+    }
     // A FIFO, socket or device named like a data file would block or never
     // end; only regular files (or links to them) are read.
     let meta = std::fs::metadata(path)?;
@@ -421,6 +424,16 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),
         None => Err(ReadError::new("not a file of a known format")),
+    }
+}
+
+/// Opens an object in storage: the formats read by byte range so far.
+fn open_remote(url: &Path) -> Result<Box<dyn Source>, ReadError> {
+    match Format::from_path(url) {
+        Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open_remote(url)?)),
+        _ => Err(ReadError::new(
+            "only Parquet is read from object storage so far: copy the file to a local disk to check it",
+        )),
     }
 }
 

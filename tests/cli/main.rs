@@ -16,6 +16,7 @@ mod pipeline;
 mod precommit;
 mod property;
 mod references;
+mod remote;
 mod sample_data;
 mod schema_errors;
 mod tokens;

@@ -87,7 +87,9 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     for arg in args {
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        if arg.is_dir() {
+        if crate::source::storage::remote::is_url(arg) {
+            remote(&shown, &mut files, &mut errors);
+        } else if arg.is_dir() {
             let before = files.len();
             walk(arg, columns, yolo, &mut files, &mut errors);
             // A gate must not pass a directory it found nothing to check in.
@@ -135,6 +137,39 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         files,
         errors,
         notes: Vec::new(),
+    }
+}
+
+/// A URL: the objects its listing finds (a prefix or a glob, as a
+/// directory or a glob is searched: files of the formats read from storage,
+/// hidden ones skipped), or the one object it names.
+fn remote(url: &str, files: &mut Vec<DataFile>, errors: &mut Vec<Error>) {
+    let named = !url.ends_with('/') && !url.contains(['*', '?', '[']);
+    // A URL naming a data file is that file: no listing request.
+    if named && Format::from_path(Path::new(url)).is_some() {
+        files.push(DataFile::new(PathBuf::from(url)));
+        return;
+    }
+    match crate::source::storage::remote::list(url) {
+        Err(message) => errors.push(Error::Discover {
+            path: url.to_string(),
+            message,
+        }),
+        Ok(found) if found.is_empty() && named => files.push(DataFile::new(PathBuf::from(url))),
+        Ok(found) => {
+            let before = files.len();
+            for (u, _) in found {
+                if Format::from_path(Path::new(&u)) == Some(Format::Parquet) {
+                    files.push(DataFile::new(PathBuf::from(u)));
+                }
+            }
+            if files.len() == before {
+                errors.push(Error::Discover {
+                    path: url.to_string(),
+                    message: "no data files of a format read from object storage (Parquet) here".into(),
+                });
+            }
+        }
     }
 }
 

@@ -2,10 +2,16 @@
 //!
 //! Formats ask for bytes here: a local file memory-mapped (with its pages
 //! populated ahead of a scan and released behind it, so resident memory is
-//! the work in flight, not the file) or read by position.
+//! the work in flight, not the file) or read by position; or an object in
+//! storage ([`remote`]), whose byte ranges are fetched ahead of a read and
+//! then read by position like a file ([`Blob`]).
 
+mod blob;
+mod hub;
 mod positioned;
+pub mod remote;
 
+pub(crate) use blob::{Blob, Fetched};
 pub(crate) use positioned::PosReader;
 
 /// Maps pages of a memory-mapped file in one call rather than a fault at a

@@ -39,7 +39,7 @@ impl PosReader {
 }
 
 /// One positioned read (it does not move the file's own cursor).
-fn read_at(file: &File, dst: &mut [u8], at: u64) -> io::Result<usize> {
+pub(super) fn read_at(file: &File, dst: &mut [u8], at: u64) -> io::Result<usize> {
     #[cfg(unix)]
     {
         std::os::unix::fs::FileExt::read_at(file, dst, at)

@@ -17,8 +17,7 @@
 //! rows (`repeated_no_annotation.parquet`): the crate reads no row past the
 //! file's count, pyarrow reads the row groups; the count becomes theirs.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
+use crate::source::storage::Blob;
 
 use parquet::file::metadata::{
     ColumnChunkMetaData, FileMetaData, ParquetMetaData, ParquetMetaDataBuilder, ParquetMetaDataReader,
@@ -90,8 +89,8 @@ pub(super) fn normalized(meta: &ParquetMetaData) -> Option<ParquetMetaData> {
 
 /// The file's metadata decoded from its footer without mistyped fields, or
 /// `None` when the footer has none (the crate's error then stands).
-pub(super) fn lenient_metadata(file: &File) -> Option<ParquetMetaData> {
-    let len = file.metadata().ok()?.len();
+pub(super) fn lenient_metadata(file: &Blob) -> Option<ParquetMetaData> {
+    let len = file.size().ok()?;
     let mut tail = [0u8; 8];
     file.read_exact_at(&mut tail, len.checked_sub(8)?).ok()?;
     if &tail[4..] != b"PAR1" {

@@ -5,6 +5,14 @@
 //! valid (the scanner asks [`Source::unit_stats`]), and, for a list column
 //! whose values are proven but whose lengths a rule needs, the row shapes
 //! read from the pages' levels alone ([`Source::read_shapes`], `shape`).
+//!
+//! A file in object storage is read through the same code over fetched
+//! byte ranges ([`Blob`]): the footer with one request for its tail
+//! ([`FOOTER_PREFETCH`]; a second only for a larger footer), then per row
+//! group only the projected column chunks, coalesced. Statistics prove a
+//! row group from the footer alone; a dictionary proves one from its
+//! dictionary page alone when the footer's encoding statistics say every
+//! data page is dictionary-encoded.
 
 mod footer;
 mod pages;
@@ -13,6 +21,7 @@ mod shape;
 mod thrift;
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,6 +33,8 @@ use parquet::basic::{Repetition, SortOrder, Type as PhysicalType};
 use parquet::file::statistics::Statistics;
 
 use crate::check::UnitStats;
+use crate::source::storage::remote::Object;
+use crate::source::storage::{Blob, Fetched};
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 use pages::PageWalker;
 use patched::Patched;
@@ -35,9 +46,22 @@ use shape::ShapeReader;
 const LIST_BATCH_ROWS: usize = 1024;
 const SCALAR_BATCH_ROWS: usize = 8 * 1024;
 
+/// Bytes of an object's tail fetched with its first request: the footer
+/// of ordinary files (a few KiB per row group and column) fits, so their
+/// footer costs one request; a larger footer costs a second.
+pub const FOOTER_PREFETCH: u64 = 256 * 1024;
+
+/// Where a Parquet file's bytes are.
+enum Origin {
+    Local(PathBuf),
+    Remote(Object),
+}
+
 /// A Parquet file whose metadata has been read.
 pub struct ParquetSource {
-    path: PathBuf,
+    origin: Origin,
+    /// The file's size in bytes.
+    size: u64,
     meta: ArrowReaderMetadata,
     columns: Vec<String>,
     /// File row of each row group's first row.
@@ -54,10 +78,35 @@ pub struct ParquetSource {
 impl ParquetSource {
     /// Opens `path` and reads its footer.
     pub fn open(path: &Path) -> Result<ParquetSource, ReadError> {
-        let file = File::open(path)?;
-        let meta = match ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()) {
+        let file = Blob::file(File::open(path)?);
+        ParquetSource::with_footer(Origin::Local(path.to_path_buf()), &file)
+    }
+
+    /// Opens an object in storage and reads its footer: one ranged request
+    /// for its tail, a second only when the footer is larger than that.
+    pub fn open_remote(url: &Path) -> Result<ParquetSource, ReadError> {
+        let object = Object::open(url)?;
+        let (size, tail) = object.tail(FOOTER_PREFETCH)?;
+        let tail_at = size - tail.len() as u64;
+        let mut fetched = Fetched::new(size);
+        if let Some(len) = tail.len().checked_sub(8).and_then(|i| tail.get(i..i + 4)) {
+            let footer = u64::from(u32::from_le_bytes([len[0], len[1], len[2], len[3]]));
+            let start = size.saturating_sub(8 + footer);
+            if start < tail_at {
+                let rest = object.ranges(&[start..tail_at])?;
+                fetched.add(start, rest.into_iter().next().unwrap_or_default());
+            }
+        }
+        fetched.add(tail_at, tail);
+        ParquetSource::with_footer(Origin::Remote(object), &Blob::Fetched(Arc::new(fetched)))
+    }
+
+    /// Reads the footer of `file`, which is at `origin`.
+    fn with_footer(origin: Origin, file: &Blob) -> Result<ParquetSource, ReadError> {
+        let size = file.size()?;
+        let meta = match ArrowReaderMetadata::load(file, ArrowReaderOptions::new()) {
             Ok(meta) => meta,
-            Err(e) => match footer::lenient_metadata(&file) {
+            Err(e) => match footer::lenient_metadata(file) {
                 Some(meta) => ArrowReaderMetadata::try_new(Arc::new(meta), ArrowReaderOptions::new())?,
                 None => return Err(e.into()),
             },
@@ -91,7 +140,8 @@ impl ParquetSource {
         let v2_always_compressed = patched::v2_always_compressed(meta.metadata());
         let exact_integer_stats = writes_exact_integer_stats(meta.metadata().file_metadata().created_by());
         Ok(ParquetSource {
-            path: path.to_path_buf(),
+            origin,
+            size,
             meta,
             columns,
             first_rows,
@@ -149,7 +199,7 @@ impl ParquetSource {
     /// before the parquet crate decodes them (see `PageWalker::vet`); for a
     /// writer that flagged compressed v2 pages as uncompressed, where those
     /// flags are (see `patched`).
-    fn vet_pages(&self, file: &File, unit: usize, projection: &[usize]) -> Result<Vec<u64>, ReadError> {
+    fn vet_pages(&self, file: &Blob, unit: usize, projection: &[usize]) -> Result<Vec<u64>, ReadError> {
         let schema = self.meta.parquet_schema();
         let mut flags = Vec::new();
         for leaf in 0..schema.num_columns() {
@@ -165,7 +215,7 @@ impl ParquetSource {
     }
 
     /// The pages of leaf column `leaf` in row group `unit`.
-    fn pages<'f>(&self, file: &'f File, unit: usize, leaf: usize) -> Result<PageWalker<'f>, ReadError> {
+    fn pages<'f>(&self, file: &'f Blob, unit: usize, leaf: usize) -> Result<PageWalker<'f>, ReadError> {
         let chunk = self.meta.metadata().row_group(unit).column(leaf);
         let descr = self.meta.parquet_schema().column(leaf);
         let start = chunk_start(chunk);
@@ -184,7 +234,7 @@ impl ParquetSource {
 
     fn shape_reader<'f>(
         &self,
-        file: &'f File,
+        file: &'f Blob,
         unit: usize,
         leaf: usize,
         element_def: i16,
@@ -257,8 +307,12 @@ impl ParquetSource {
         if !pages::supported(chunk.compression()) || descr.max_def_level() > 255 || self.footer_rows(unit) == 0 {
             return None;
         }
-        let file = File::open(&self.path).ok()?;
-        let (entries, bytes) = self.pages(&file, unit, leaf).ok()?.dictionary().ok()??;
+        let (file, dictionary_end) = self.dictionary_blob(unit, leaf)?;
+        let mut walker = self.pages(&file, unit, leaf).ok()?;
+        if let Some(end) = dictionary_end {
+            walker.end_at(end);
+        }
+        let (entries, bytes) = walker.dictionary().ok()??;
         let values = bytes.get(..entries.checked_mul(width)?)?;
         let (mut min, mut max) = (i128::MAX, i128::MIN);
         for v in values.chunks_exact(width) {
@@ -276,6 +330,8 @@ impl ParquetSource {
         let null_count = match chunk.statistics().and_then(|s| s.null_count_opt()) {
             Some(n) => n,
             None if descr.max_def_level() == 0 => 0,
+            // Remote, only the dictionary page was fetched.
+            None if matches!(self.origin, Origin::Remote(_)) => return None,
             None => shape::null_slots(self.pages(&file, unit, leaf).ok()?, descr.max_def_level()).ok()?,
         };
         Some(UnitStats {
@@ -285,6 +341,92 @@ impl ParquetSource {
             rows: u64::try_from(rg.num_rows()).ok()?,
             repeated: descr.max_rep_level() > 0,
         })
+    }
+
+    /// The bytes the reads of row group `unit`'s leaf columns `leaves`
+    /// need: the local file, or those column chunks fetched.
+    fn blob(&self, unit: usize, leaves: &[usize]) -> Result<Blob, ReadError> {
+        let object = match &self.origin {
+            Origin::Local(path) => return Ok(Blob::file(File::open(path)?)),
+            Origin::Remote(object) => object,
+        };
+        let rg = self.meta.metadata().row_group(unit);
+        let mut ranges = Vec::with_capacity(leaves.len() * 2);
+        for &leaf in leaves {
+            let chunk = rg.column(leaf);
+            let len = chunk.compressed_size();
+            // Where this reader's page walk starts, and where the parquet
+            // crate's does (they differ for a dictionary offset of 0).
+            let starts = [
+                chunk_start(chunk),
+                chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset()),
+            ];
+            for start in starts {
+                ranges.push(self.in_file(start, len)?);
+            }
+        }
+        self.fetch(object, ranges)
+    }
+
+    /// The bytes a dictionary proof of row group `unit`'s leaf `leaf` reads:
+    /// a local file whole (the walk checks every page's encoding); of an
+    /// object, the dictionary page alone, with where the walk ends, when the
+    /// footer's encoding statistics say every data page of the chunk is
+    /// dictionary-encoded (without them, no proof: the values are read).
+    /// Those statistics are trusted here: a file whose writer lied about a
+    /// plain page would hide its values from this proof, where a local
+    /// walk reads every page header. `--full-scan` reads every value.
+    fn dictionary_blob(&self, unit: usize, leaf: usize) -> Option<(Blob, Option<u64>)> {
+        use parquet::basic::Encoding;
+        let object = match &self.origin {
+            Origin::Local(path) => return File::open(path).ok().map(|f| (Blob::file(f), None)),
+            Origin::Remote(object) => object,
+        };
+        let chunk = self.meta.metadata().row_group(unit).column(leaf);
+        let all_dictionary = chunk
+            .page_encoding_stats_mask()
+            .is_some_and(|m| m.is_only(Encoding::PLAIN_DICTIONARY) || m.is_only(Encoding::RLE_DICTIONARY));
+        let start = chunk_start(chunk);
+        if !all_dictionary || start >= chunk.data_page_offset() {
+            return None;
+        }
+        let range = self.in_file(start, chunk.data_page_offset() - start).ok()?;
+        let end = range.end;
+        Some((self.fetch(object, vec![range]).ok()?, Some(end)))
+    }
+
+    /// `start..start + len` checked to lie in the file.
+    fn in_file(&self, start: i64, len: i64) -> Result<Range<u64>, ReadError> {
+        let (Ok(start), Ok(len)) = (u64::try_from(start), u64::try_from(len)) else {
+            return Err(ReadError::new("a column chunk has a negative offset or size"));
+        };
+        match start.checked_add(len) {
+            Some(end) if end <= self.size => Ok(start..end),
+            _ => Err(ReadError::new(format!(
+                "the column chunk at {start}+{len} lies past the end of the file"
+            ))),
+        }
+    }
+
+    /// Fetches `ranges` of the object as a [`Blob`].
+    fn fetch(&self, object: &Object, mut ranges: Vec<Range<u64>>) -> Result<Blob, ReadError> {
+        ranges.sort_by_key(|r| (r.start, r.end));
+        ranges.dedup();
+        ranges.retain(|r| !r.is_empty());
+        let parts = object.ranges(&ranges)?;
+        let mut fetched = Fetched::new(self.size);
+        for (r, bytes) in ranges.iter().zip(parts) {
+            fetched.add(r.start, bytes);
+        }
+        Ok(Blob::Fetched(Arc::new(fetched)))
+    }
+
+    /// Leaf columns under the top-level columns `projection`.
+    fn leaves(&self, projection: &[usize]) -> Vec<usize> {
+        let schema = self.meta.parquet_schema();
+        (0..schema.num_columns())
+            .filter(|&l| projection.contains(&schema.get_column_root_idx(l)))
+            .collect()
     }
 
     /// Rows the footer says row group `unit` holds.
@@ -346,7 +488,7 @@ impl Source for ParquetSource {
         if shaped.iter().all(Option::is_none) || self.footer_rows(unit) == 0 {
             return self.read(unit, projection, sink);
         }
-        let file = File::open(&self.path).map_err(|e| ReadError::from(e).at(at()))?;
+        let file = self.blob(unit, &self.leaves(projection)).map_err(|e| e.at(at()))?;
         let mut readers = Vec::new();
         for s in &shaped {
             readers.push(match s {
@@ -395,7 +537,7 @@ impl Source for ParquetSource {
             }
         } else {
             // The decoded columns set the batch sizes; shapes follow them.
-            self.read(unit, &rest, &mut |b| {
+            self.read_from(&file, unit, &rest, &mut |b| {
                 let batch = assemble(b.batch.num_rows(), b.batch.columns())?;
                 sink(Batch {
                     first_row: b.first_row,
@@ -419,7 +561,6 @@ impl Source for ParquetSource {
         projection: &[usize],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        let at = || format!("row group {unit}");
         // A row group the footer says is empty is read as empty, as pyarrow
         // reads it (some writers leave its page offsets at 0).
         if self.footer_rows(unit) == 0 {
@@ -427,20 +568,40 @@ impl Source for ParquetSource {
         }
         // A file handle per unit: reads of different units never share a
         // file position.
-        let file = File::open(&self.path).map_err(|e| ReadError::from(e).at(at()))?;
-        let flags = self.vet_pages(&file, unit, projection).map_err(|e| e.at(at()))?;
+        let file = self
+            .blob(unit, &self.leaves(projection))
+            .map_err(|e| e.at(format!("row group {unit}")))?;
+        self.read_from(&file, unit, projection, sink)
+    }
+}
+
+impl ParquetSource {
+    /// [`Source::read`] over the bytes `file` holds.
+    fn read_from(
+        &self,
+        file: &Blob,
+        unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let at = || format!("row group {unit}");
+        if self.footer_rows(unit) == 0 {
+            return Ok(());
+        }
+        let flags = self.vet_pages(file, unit, projection).map_err(|e| e.at(at()))?;
         let mask = ProjectionMask::roots(self.meta.parquet_schema(), projection.iter().copied());
         let fields = self.meta.schema().fields();
         let lists = projection
             .iter()
             .any(|&p| fields.get(p).is_some_and(|f| f.data_type().is_nested()));
         let batch_rows = if lists { LIST_BATCH_ROWS } else { SCALAR_BATCH_ROWS };
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(Patched::new(file, flags), self.meta.clone())
-            .with_row_groups(vec![unit])
-            .with_projection(mask)
-            .with_batch_size(batch_rows)
-            .build()
-            .map_err(|e| ReadError::from(e).at(at()))?;
+        let reader =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(Patched::new(file.clone(), flags), self.meta.clone())
+                .with_row_groups(vec![unit])
+                .with_projection(mask)
+                .with_batch_size(batch_rows)
+                .build()
+                .map_err(|e| ReadError::from(e).at(at()))?;
         // The reader returns projected columns in file order.
         let (_, order) = crate::source::file_order(projection);
         let said = self.footer_rows(unit);

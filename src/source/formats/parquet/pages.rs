@@ -13,9 +13,8 @@
 //! sizes against the column chunk, level lengths against the page, header
 //! nesting against a depth limit.
 
-use std::fs::File;
+use crate::source::storage::Blob;
 use std::io::{self, BufReader, Read};
-use std::os::unix::fs::FileExt;
 
 use parquet::basic::Compression;
 
@@ -72,7 +71,7 @@ pub(super) struct PageLevels<'a> {
 
 /// Walks the data pages of one column chunk.
 pub(super) struct PageWalker<'f> {
-    file: &'f File,
+    file: &'f Blob,
     pos: u64,
     end: u64,
     codec: Compression,
@@ -91,14 +90,14 @@ pub(super) struct PageWalker<'f> {
 impl<'f> PageWalker<'f> {
     /// Pages of the chunk at `start..start + len` of `file`.
     pub fn new(
-        file: &'f File,
+        file: &'f Blob,
         start: u64,
         len: u64,
         codec: Compression,
         max_rep: i16,
         max_def: i16,
     ) -> Result<Self, ReadError> {
-        let size = file.metadata()?.len();
+        let size = file.size()?;
         let end = start.checked_add(len).filter(|&e| e <= size).ok_or_else(|| {
             ReadError::new(format!(
                 "the column chunk at {start}+{len} lies past the end of the file"
@@ -117,6 +116,12 @@ impl<'f> PageWalker<'f> {
             plain: Vec::new(),
             zstd: None,
         })
+    }
+
+    /// Ends the walk at file offset `end` (before the chunk's end): a walk
+    /// over the dictionary page alone.
+    pub fn end_at(&mut self, end: u64) {
+        self.end = self.end.min(end);
     }
 
     /// The next page's header, where it starts and where its body starts,
@@ -483,7 +488,7 @@ pub(super) fn bit_width(max: i16) -> u32 {
 
 /// A byte range of a file, read with positioned reads.
 struct Span<'f> {
-    file: &'f File,
+    file: &'f Blob,
     pos: u64,
     end: u64,
 }

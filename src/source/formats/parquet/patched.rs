@@ -10,14 +10,15 @@
 //! bool's value is the field header's type nibble), so the bytes handed to
 //! the parquet crate have that byte turned to `true`, nothing else.
 
-use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use parquet::errors::Result;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
+
+use crate::source::storage::Blob;
 
 /// Whether the file's writer compressed v2 pages whatever their flag said:
 /// parquet-cpp before 2.0.0 (parquet-cpp's own rule; the Arrow-era writer
@@ -43,12 +44,12 @@ pub(super) fn v2_always_compressed(meta: &ParquetMetaData) -> bool {
 /// A file whose bytes at `flags` (sorted offsets) read as a compact-protocol
 /// `true` instead of `false`.
 pub(super) struct Patched {
-    file: File,
+    file: Blob,
     flags: Arc<[u64]>,
 }
 
 impl Patched {
-    pub fn new(file: File, mut flags: Vec<u64>) -> Patched {
+    pub fn new(file: Blob, mut flags: Vec<u64>) -> Patched {
         flags.sort_unstable();
         Patched {
             file,
@@ -81,10 +82,8 @@ impl ChunkReader for Patched {
     type T = PatchedRead;
 
     fn get_read(&self, start: u64) -> Result<PatchedRead> {
-        let mut file = self.file.try_clone()?;
-        file.seek(SeekFrom::Start(start))?;
         Ok(PatchedRead {
-            inner: BufReader::new(file),
+            inner: self.file.get_read(start)?,
             pos: start,
             flags: self.flags.clone(),
         })
@@ -101,7 +100,7 @@ impl ChunkReader for Patched {
 
 /// A reader of the patched file from some offset.
 pub(super) struct PatchedRead {
-    inner: BufReader<File>,
+    inner: <Blob as ChunkReader>::T,
     pos: u64,
     flags: Arc<[u64]>,
 }

@@ -1,0 +1,599 @@
+//! Objects in storage (`s3://`, `gs://`, `az://`, `http(s)://`), read by
+//! byte range through the Arrow project's `object_store` client: the one
+//! arrow-rs, DataFusion, Polars and delta-rs use, with each cloud's request
+//! signing, credential chain (environment, web identity, instance
+//! metadata), retries with backoff on throttling and 5xx, and timeouts.
+//!
+//! The rest of preflight is synchronous (rayon threads); the client is
+//! async. One tokio runtime lives here, and every call blocks on it, so the
+//! scanner and the kernels never learn that bytes came over the network.
+//!
+//! What a read costs is decided by its caller: a reader asks for the tail
+//! (one request, which also gives the object's size when the listing did
+//! not) and then for the ranges its metadata says it needs; nearby ranges
+//! are merged and up to ten requests run at once.
+//!
+//! Consistency: the first response pins the object's ETag, and every later
+//! request carries it as `If-Match`, so an object overwritten mid-read is
+//! that file's error (HTTP 412), never checked as a mix of two versions.
+//!
+//! Errors say what happened in words of their own (status, retries, where
+//! credentials came from) and never repeat the client's text, which holds
+//! timings (reports must not vary between runs) and may hold signed URLs.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use object_store::path::Path as ObjPath;
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+
+use crate::source::ReadError;
+
+/// Nearby ranges closer than this are fetched as one request (the gap is
+/// cheaper to transfer than another round trip).
+const COALESCE: u64 = 1024 * 1024;
+
+/// The URL schemes read from storage.
+const SCHEMES: [&str; 8] = [
+    "s3://", "s3a://", "gs://", "az://", "abfs://", "https://", "http://", "hf://",
+];
+
+/// Whether a PATH argument names an object in storage rather than a local
+/// file.
+pub fn is_url(path: &Path) -> bool {
+    path.to_str().is_some_and(|s| SCHEMES.iter().any(|p| s.starts_with(p)))
+}
+
+/// The process's I/O runtime: two workers are plenty for requests that
+/// mostly wait on the network.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        // TLS by rustls with `ring` (see Cargo.toml); a provider another
+        // part of the process installed first is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("preflight-io")
+            .enable_all()
+            .build()
+            .expect("the I/O runtime starts")
+    })
+}
+
+/// A store and where its credentials come from (for error messages).
+#[derive(Clone)]
+struct Store {
+    store: Arc<dyn ObjectStore>,
+    credentials: String,
+}
+
+/// Splits a URL into the store's root (`s3://bucket`, `https://host:port`,
+/// `hf://datasets/OWNER/NAME[@REVISION]`) and the key inside it.
+fn split(url: &str) -> Option<(&str, &str)> {
+    if let Some(rest) = url.strip_prefix("hf://datasets/") {
+        // OWNER/NAME[@REVISION] is the root.
+        let mut at = url.len() - rest.len();
+        for _ in 0..2 {
+            at = url[at..].find('/').map_or(url.len(), |i| at + i + 1);
+        }
+        let root = url[..at].trim_end_matches('/');
+        return Some((root, url[at.min(url.len())..].trim_start_matches('/')));
+    }
+    let (scheme, rest) = url.split_once("://")?;
+    let at = rest.find('/').map_or(url.len(), |i| scheme.len() + 3 + i);
+    let (root, key) = url.split_at(at);
+    Some((root, key.trim_start_matches('/')))
+}
+
+/// Retries as `object_store` does by default (10, backoff from 100 ms to
+/// 15 s; `PREFLIGHT_REMOTE_RETRIES` sets how many), with the overall time
+/// bounded so a stalled server fails a file in bounded time.
+fn retry() -> RetryConfig {
+    let retries = std::env::var("PREFLIGHT_REMOTE_RETRIES")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(10);
+    RetryConfig {
+        max_retries: retries,
+        retry_timeout: Duration::from_secs(120),
+        ..RetryConfig::default()
+    }
+}
+
+/// For plain HTTP(S) stores; the clouds' builders take theirs (proxies,
+/// timeouts) from the environment, with these same default timeouts.
+fn client_options(allow_http: bool) -> ClientOptions {
+    ClientOptions::new()
+        .with_allow_http(allow_http)
+        .with_timeout(Duration::from_secs(30))
+        .with_connect_timeout(Duration::from_secs(5))
+}
+
+fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+fn env_true(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+/// Where the AWS credential chain will find credentials, in words.
+fn aws_credentials() -> String {
+    if env_true("AWS_SKIP_SIGNATURE") {
+        "none (AWS_SKIP_SIGNATURE: anonymous requests)".into()
+    } else if env_set("AWS_ACCESS_KEY_ID") {
+        "the environment (AWS_ACCESS_KEY_ID)".into()
+    } else if env_set("AWS_WEB_IDENTITY_TOKEN_FILE") {
+        "web identity (AWS_WEB_IDENTITY_TOKEN_FILE)".into()
+    } else if env_set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") || env_set("AWS_CONTAINER_CREDENTIALS_FULL_URI") {
+        "the container credentials endpoint".into()
+    } else {
+        "instance metadata (no AWS_ACCESS_KEY_ID in the environment)".into()
+    }
+}
+
+/// Whether an instance-metadata service answers (one connection attempt of
+/// at most a second, once per process). The clients would otherwise retry
+/// it for a minute before saying that no credentials were found.
+fn metadata_reachable() -> bool {
+    static REACHABLE: OnceLock<bool> = OnceLock::new();
+    *REACHABLE.get_or_init(|| {
+        let at = std::net::SocketAddr::from(([169, 254, 169, 254], 80));
+        std::net::TcpStream::connect_timeout(&at, Duration::from_secs(1)).is_ok()
+    })
+}
+
+/// The error for a store whose only credentials would be instance metadata
+/// when no metadata service answers.
+fn no_credentials(what: &str) -> String {
+    format!(
+        "no credentials found: {what}, and no instance-metadata service answers; \
+         set them in the environment, or AWS_SKIP_SIGNATURE=true (GOOGLE_SKIP_SIGNATURE, \
+         AZURE_SKIP_SIGNATURE) for a public bucket"
+    )
+}
+
+/// Whether any variable starting with `prefix` and holding one of `words`
+/// is set (a credential of some kind for that cloud).
+fn env_any(prefix: &str, words: &[&str]) -> bool {
+    std::env::vars_os().any(|(k, v)| {
+        let k = k.to_string_lossy();
+        !v.is_empty() && k.starts_with(prefix) && words.iter().any(|w| k.contains(w))
+    })
+}
+
+/// The store for `root`, built once per root and shared.
+fn store(root: &str) -> Result<Store, String> {
+    // The runtime installs the TLS provider the clients are built with.
+    runtime();
+    static STORES: OnceLock<Mutex<HashMap<String, Store>>> = OnceLock::new();
+    let stores = STORES.get_or_init(Default::default);
+    if let Some(s) = stores.lock().unwrap_or_else(|e| e.into_inner()).get(root) {
+        return Ok(s.clone());
+    }
+    let scheme = root.split_once("://").map_or("", |(s, _)| s);
+    let built: Result<(Arc<dyn ObjectStore>, String), object_store::Error> = match scheme {
+        "s3" | "s3a" => {
+            let on_instance = !env_true("AWS_SKIP_SIGNATURE")
+                && !env_any(
+                    "AWS_",
+                    &["ACCESS_KEY", "WEB_IDENTITY", "CONTAINER_", "CREDENTIALS", "METADATA"],
+                );
+            if on_instance && !metadata_reachable() {
+                return Err(no_credentials("no AWS_ACCESS_KEY_ID or other AWS_* credentials"));
+            }
+            let endpoint_http = std::env::var("AWS_ENDPOINT_URL")
+                .or_else(|_| std::env::var("AWS_ENDPOINT"))
+                .is_ok_and(|e| e.starts_with("http://"));
+            // An S3-compatible server named by an http:// endpoint is
+            // reached over plain HTTP, as the user wrote it.
+            let mut b = object_store::aws::AmazonS3Builder::from_env()
+                .with_url(root)
+                .with_retry(retry());
+            if endpoint_http {
+                b = b.with_allow_http(true);
+            }
+            b.build()
+                .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, aws_credentials()))
+        }
+        "gs" if !env_true("GOOGLE_SKIP_SIGNATURE")
+            && !env_any("GOOGLE_", &["CREDENTIALS", "SERVICE_ACCOUNT"])
+            && !metadata_reachable() =>
+        {
+            return Err(no_credentials(
+                "no GOOGLE_APPLICATION_CREDENTIALS or GOOGLE_SERVICE_ACCOUNT",
+            ));
+        }
+        "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
+            .with_url(root)
+            .with_retry(retry())
+            .build()
+            .map(|s| {
+                let from = if env_set("GOOGLE_APPLICATION_CREDENTIALS") {
+                    "GOOGLE_APPLICATION_CREDENTIALS"
+                } else {
+                    "application default credentials / instance metadata"
+                };
+                (Arc::new(s) as Arc<dyn ObjectStore>, from.to_string())
+            }),
+        "az" | "abfs"
+            if !env_true("AZURE_SKIP_SIGNATURE")
+                && !env_any(
+                    "AZURE_",
+                    &["KEY", "SAS", "TOKEN", "SECRET", "CLIENT", "FEDERATED", "EMULATOR"],
+                )
+                && !metadata_reachable() =>
+        {
+            return Err(no_credentials(
+                "no AZURE_STORAGE_ACCOUNT_KEY, SAS token or client secret",
+            ));
+        }
+        "az" | "abfs" => object_store::azure::MicrosoftAzureBuilder::from_env()
+            .with_url(root)
+            .with_retry(retry())
+            .build()
+            .map(|s| {
+                let from = if env_set("AZURE_STORAGE_ACCOUNT_KEY") || env_set("AZURE_STORAGE_ACCESS_KEY") {
+                    "the environment (AZURE_STORAGE_ACCOUNT_KEY)"
+                } else if env_set("AZURE_STORAGE_SAS_KEY") || env_set("AZURE_STORAGE_SAS_TOKEN") {
+                    "the environment (a SAS token)"
+                } else {
+                    "managed identity / instance metadata"
+                };
+                (Arc::new(s) as Arc<dyn ObjectStore>, from.to_string())
+            }),
+        "hf" => {
+            let hub = super::hub::parse(root)?;
+            let (token, from) = super::hub::token();
+            let mut headers = reqwest::header::HeaderMap::new();
+            if let Some(t) = token {
+                let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {t}"))
+                    .map_err(|_| "the Hugging Face token is not a valid header value".to_string())?;
+                value.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+            let base = super::hub::resolve_root(&hub);
+            object_store::http::HttpBuilder::new()
+                .with_url(base.as_str())
+                .with_retry(retry())
+                .with_client_options(client_options(base.starts_with("http://")).with_default_headers(headers))
+                .build()
+                .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, from.to_string()))
+        }
+        // A URL typed with http:// is read over plain HTTP as typed.
+        "http" | "https" => object_store::http::HttpBuilder::new()
+            .with_url(root)
+            .with_retry(retry())
+            .with_client_options(client_options(scheme == "http"))
+            .build()
+            .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, "none (plain HTTP)".to_string())),
+        _ => return Err(format!("unsupported URL scheme {scheme}://")),
+    };
+    let (store, credentials) = built.map_err(|e| redact(&format!("cannot set up the client: {e}")))?;
+    let s = Store { store, credentials };
+    stores
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(root.to_string(), s.clone());
+    Ok(s)
+}
+
+/// Sizes of the objects listings found, by URL: opening a listed object
+/// needs no request for its size.
+fn listed() -> &'static Mutex<HashMap<String, u64>> {
+    static LISTED: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
+    LISTED.get_or_init(Default::default)
+}
+
+/// The size of a URL's object as its listing gave it, if it was listed.
+pub fn listed_size(url: &Path) -> Option<u64> {
+    let url = url.to_str()?;
+    listed().lock().unwrap_or_else(|e| e.into_inner()).get(url).copied()
+}
+
+/// The objects a URL names, as a directory search finds files: a URL
+/// ending in `/` is a prefix, one with glob characters (`*`, `?`, `[`) a
+/// pattern over keys (`*` stops at `/`; an object below a matched prefix is
+/// in), any other URL a prefix when objects lie below it and else one
+/// object. Sorted URLs with their sizes; an empty list when nothing is
+/// there (the caller says so).
+pub fn list(url: &str) -> Result<Vec<(String, u64)>, String> {
+    let (root, key) = split(url).ok_or_else(|| format!("not a URL: {url}"))?;
+    let store = store(root)?;
+    let glob_at = key.find(['*', '?', '[']);
+    let prefix = match glob_at {
+        Some(i) => key[..i].rsplit_once('/').map_or("", |(p, _)| p),
+        None => key.trim_end_matches('/'),
+    };
+    let pattern = match glob_at {
+        Some(_) => Some(glob::Pattern::new(key).map_err(|e| format!("invalid glob: {e}"))?),
+        None => None,
+    };
+    let metas: Vec<(String, u64)> = if root.starts_with("hf://") {
+        hub_list(root, prefix, &store.credentials)?
+    } else {
+        let prefix_path = (!prefix.is_empty()).then(|| ObjPath::from(prefix));
+        runtime()
+            .block_on(store.store.list(prefix_path.as_ref()).try_collect::<Vec<_>>())
+            .map_err(|e| describe(&e, &store.credentials))?
+            .into_iter()
+            .map(|m| (m.location.as_ref().to_string(), m.size))
+            .collect()
+    };
+    let options = glob::MatchOptions {
+        require_literal_separator: true,
+        ..Default::default()
+    };
+    let mut found = Vec::new();
+    for (k, size) in metas {
+        let k = k.as_str();
+        if let Some(p) = &pattern {
+            // The key, or a folder above it, matches.
+            let mut hit = p.matches_with(k, options);
+            let mut at = 0;
+            while !hit && let Some(i) = k[at..].find('/') {
+                at += i + 1;
+                hit = p.matches_with(&k[..at - 1], options);
+            }
+            if !hit {
+                continue;
+            }
+        }
+        // Hidden entries are skipped, as a local search skips them.
+        if k.split('/').any(|s| s.starts_with('.')) {
+            continue;
+        }
+        found.push((format!("{root}/{k}"), size));
+    }
+    found.sort();
+    let mut sizes = listed().lock().unwrap_or_else(|e| e.into_inner());
+    for (u, size) in &found {
+        sizes.insert(u.clone(), *size);
+    }
+    Ok(found)
+}
+
+/// The files (path, size) below `prefix` of a Hub dataset, through its
+/// tree API, page by page; throttling and 5xx retried with backoff.
+fn hub_list(root: &str, prefix: &str, credentials: &str) -> Result<Vec<(String, u64)>, String> {
+    let hub = super::hub::parse(root)?;
+    let (token, _) = super::hub::token();
+    let retries = retry().max_retries;
+    runtime().block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|_| "cannot set up the HTTP client".to_string())?;
+        let mut next = Some(super::hub::tree_url(&hub, prefix));
+        let mut files = Vec::new();
+        while let Some(url) = next.take() {
+            let mut tries = 0;
+            let response = loop {
+                let mut request = client.get(&url);
+                if let Some(t) = &token {
+                    request = request.bearer_auth(t);
+                }
+                let r = request.send().await;
+                let retry = match &r {
+                    Ok(r) => r.status().as_u16() == 429 || r.status().is_server_error(),
+                    Err(e) => e.is_connect() || e.is_timeout(),
+                };
+                if !retry || tries >= retries {
+                    break r;
+                }
+                tries += 1;
+                let wait = Duration::from_millis(100u64 << tries.min(7)).min(Duration::from_secs(15));
+                tokio::time::sleep(wait).await;
+            };
+            let after = if tries > 0 {
+                format!(" after {tries} retries")
+            } else {
+                String::new()
+            };
+            let response = response.map_err(|e| {
+                if e.is_timeout() {
+                    format!("listing the Hub timed out{after}")
+                } else {
+                    format!("cannot connect to the Hub{after}")
+                }
+            })?;
+            match response.status().as_u16() {
+                200 => {}
+                // A path that is no folder: nothing below it.
+                404 if !prefix.is_empty() => return Ok(files),
+                401 | 403 => {
+                    return Err(format!(
+                        "access denied (HTTP {}); token from {credentials}",
+                        response.status().as_u16()
+                    ));
+                }
+                404 => return Err("the dataset or revision is not on the Hub (HTTP 404)".into()),
+                429 => return Err(format!("throttled (HTTP 429){after}")),
+                s => return Err(format!("the Hub answered HTTP {s}{after}")),
+            }
+            next = response
+                .headers()
+                .get(reqwest::header::LINK)
+                .and_then(|l| l.to_str().ok())
+                .and_then(super::hub::next_link);
+            let body = response
+                .text()
+                .await
+                .map_err(|_| "the Hub's listing was cut off".to_string())?;
+            files.extend(super::hub::files_of_page(&body)?);
+        }
+        Ok(files)
+    })
+}
+
+/// One object, read by ranges pinned to the version its first response
+/// came from.
+pub struct Object {
+    store: Store,
+    key: ObjPath,
+    size: Option<u64>,
+    /// The ETag of the first response, sent with every later request.
+    etag: Mutex<Option<String>>,
+}
+
+impl Object {
+    /// The object at `url` (no request yet).
+    pub fn open(url: &Path) -> Result<Object, ReadError> {
+        let text = url.to_str().ok_or_else(|| ReadError::new("a URL must be UTF-8"))?;
+        let (root, key) = split(text).ok_or_else(|| ReadError::new("not a URL"))?;
+        if key.is_empty() || key.ends_with('/') {
+            return Err(ReadError::new("names no object (a prefix with nothing below it)"));
+        }
+        let store = store(root).map_err(ReadError::new)?;
+        let key = ObjPath::parse(key).map_err(|e| ReadError::new(format!("not an object key: {e}")))?;
+        Ok(Object {
+            store,
+            key,
+            size: listed_size(url),
+            etag: Mutex::new(None),
+        })
+    }
+
+    /// The last `n` bytes (all of a smaller object), with the object's
+    /// size: one request, which pins the object's version.
+    pub fn tail(&self, n: u64) -> Result<(u64, Bytes), ReadError> {
+        let range = match self.size {
+            Some(0) => return Ok((0, Bytes::new())),
+            Some(size) => GetRange::Bounded(size.saturating_sub(n)..size),
+            None => GetRange::Suffix(n),
+        };
+        let options = GetOptions {
+            range: Some(range),
+            ..Default::default()
+        };
+        let store = &self.store;
+        let result = runtime().block_on(async {
+            let r = store.store.get_opts(&self.key, options).await?;
+            let meta = r.meta.clone();
+            let bytes = r.bytes().await?;
+            Ok::<_, object_store::Error>((meta, bytes))
+        });
+        let (meta, bytes) = result.map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        if let Some(size) = self.size
+            && meta.size != size
+        {
+            return Err(changed());
+        }
+        *self.etag.lock().unwrap_or_else(|e| e.into_inner()) = meta.e_tag;
+        Ok((meta.size, bytes))
+    }
+
+    /// The bytes of `ranges` (of the version [`Object::tail`] pinned),
+    /// nearby ones merged into one request, several requests at once.
+    pub fn ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+        let etag = self.etag.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let store = &self.store;
+        let fetch = |r: Range<u64>| {
+            let options = GetOptions {
+                range: Some(GetRange::Bounded(r)),
+                if_match: etag.clone(),
+                ..Default::default()
+            };
+            let store = store.store.clone();
+            let key = self.key.clone();
+            async move { store.get_opts(&key, options).await?.bytes().await }
+        };
+        runtime()
+            .block_on(object_store::coalesce_ranges(ranges, fetch, COALESCE))
+            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))
+    }
+}
+
+fn changed() -> ReadError {
+    ReadError::new(
+        "the object changed while it was read (HTTP 412: its ETag no longer matches); \
+         not checked as a mix of two versions",
+    )
+}
+
+/// A client error in words: the status and cause, retries, where
+/// credentials came from; never the client's own text with its timings
+/// and URLs.
+fn describe(e: &object_store::Error, credentials: &str) -> String {
+    use object_store::Error as E;
+    let text = e.to_string();
+    let retries = text
+        .split_once(", after ")
+        .and_then(|(_, r)| r.split_once(" retries"))
+        .and_then(|(n, _)| n.trim().parse::<u32>().ok())
+        .map(|n| format!(" after {n} retries"))
+        .unwrap_or_default();
+    match e {
+        E::NotFound { .. } => "not found (HTTP 404)".into(),
+        E::PermissionDenied { .. } => format!("access denied (HTTP 403); credentials from {credentials}"),
+        E::Unauthenticated { .. } => format!("not authenticated (HTTP 401); credentials from {credentials}"),
+        E::Precondition { .. } => changed().message,
+        _ => {
+            let status = text
+                .split_once("status code: ")
+                .and_then(|(_, s)| s.get(..3))
+                .and_then(|s| s.parse::<u16>().ok());
+            match status {
+                Some(403) => format!("access denied (HTTP 403); credentials from {credentials}"),
+                Some(404) => "not found (HTTP 404)".into(),
+                Some(412) => changed().message,
+                Some(429) | Some(503) => format!("throttled (HTTP {}){retries}", status.unwrap_or(0)),
+                Some(s) => format!("the server answered HTTP {s}{retries}"),
+                None if text.contains("non-partial response") => {
+                    "the server ignores Range requests (it answered 200 to a ranged GET)".into()
+                }
+                None if text.contains("credential") || text.contains("Credential") => format!(
+                    "no credentials found (looked in {credentials}); set them in the environment, \
+                     or AWS_SKIP_SIGNATURE=true for a public bucket"
+                ),
+                None if text.contains("timed out") || text.contains("timeout") => {
+                    format!("the request timed out{retries}")
+                }
+                None if text.contains("onnect") => format!("cannot connect to the server{retries}"),
+                None => format!("the request failed{retries}"),
+            }
+        }
+    }
+}
+
+/// Removes URL query strings (signatures, SAS tokens) from a message.
+fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_query = false;
+    for c in text.chars() {
+        if c == '?' {
+            in_query = true;
+        } else if in_query && (c.is_whitespace() || c == ')' || c == '"') {
+            in_query = false;
+        }
+        if !in_query {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_root_and_key() {
+        assert_eq!(split("s3://b/a/x.parquet"), Some(("s3://b", "a/x.parquet")));
+        assert_eq!(split("s3://b"), Some(("s3://b", "")));
+        assert_eq!(split("http://127.0.0.1:9/d/x"), Some(("http://127.0.0.1:9", "d/x")));
+        assert!(is_url(Path::new("gs://b/k")) && !is_url(Path::new("data/s3:/x")));
+    }
+
+    #[test]
+    fn query_strings_are_redacted() {
+        assert_eq!(redact("GET https://a/b?sig=XYZ failed"), "GET https://a/b failed");
+    }
+}

@@ -1,0 +1,452 @@
+//! Data in object storage: the same files checked from a local S3 server
+//! (moto, behind a counting and fault-injecting proxy) and a plain HTTP
+//! server with Range support, all on 127.0.0.1, started by the test
+//! (tests/remote/servers.py) and stopped when it ends.
+//!
+//! The reports must be the local reports with URLs for names; requests are
+//! counted from the proxy's log.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::{Env, Run, python_bin};
+
+/// The servers of one test, stopped on drop.
+struct Servers {
+    child: Child,
+    moto: u16,
+    proxy: u16,
+    http: u16,
+}
+
+impl Servers {
+    /// Starts the servers; the HTTP one serves `root`.
+    fn start(root: &Path) -> Servers {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/remote/servers.py");
+        let mut child = Command::new(python_bin())
+            .arg(script)
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the test servers");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the servers' ports");
+        let ports: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("servers said {line:?}: {e}"));
+        let port = |k: &str| ports[k].as_u64().expect("port") as u16;
+        Servers {
+            moto: port("moto"),
+            proxy: port("proxy"),
+            http: port("http"),
+            child,
+        }
+    }
+
+    /// A control request to the proxy (`server` "proxy") or HTTP server.
+    fn control(&self, port: u16, method: &str, path: &str, body: &str) -> String {
+        let script = format!(
+            "import http.client,sys\nc=http.client.HTTPConnection('127.0.0.1',{port})\n\
+             c.request('{method}','{path}',body={body:?})\nsys.stdout.write(c.getresponse().read().decode())"
+        );
+        let out = Command::new(python_bin())
+            .arg("-c")
+            .arg(script)
+            .output()
+            .expect("python");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    /// The requests the server on `port` saw since the last reset.
+    fn log(&self, port: u16) -> Vec<Value> {
+        serde_json::from_str::<Value>(&self.control(port, "GET", "/__log", ""))
+            .expect("log")
+            .as_array()
+            .expect("list")
+            .clone()
+    }
+
+    fn reset(&self, port: u16) {
+        self.control(port, "POST", "/__reset", "");
+    }
+
+    fn fault(&self, spec: &str) {
+        self.control(self.proxy, "POST", "/__fault", spec);
+    }
+
+    /// Uploads the files under `dir` (relative paths) of `env` to
+    /// `s3://bucket/prefix/`, straight to moto (not counted).
+    fn upload(&self, env: &Env, dir: &str, bucket: &str, prefix: &str) {
+        env.python(&format!(
+            r#"
+import boto3
+s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{}', aws_access_key_id='test',
+                  aws_secret_access_key='test', region_name='us-east-1')
+try: s3.create_bucket(Bucket='{bucket}')
+except s3.exceptions.BucketAlreadyOwnedByYou: pass
+for root, _, names in os.walk('{dir}'):
+    for n in names:
+        p = os.path.join(root, n)
+        s3.upload_file(p, '{bucket}', '{prefix}' + os.path.relpath(p, '{dir}'))
+"#,
+            self.moto
+        ));
+    }
+
+    /// `preflight ARGS` with S3 pointed at the proxy.
+    fn run(&self, env: &Env, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
+            .args(args)
+            .current_dir(env.dir.path())
+            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", self.proxy))
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .env("PREFLIGHT_REMOTE_RETRIES", "3")
+            .env_remove("AWS_SKIP_SIGNATURE")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("run preflight");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `preflight check --format json ARGS`, asserting the exit code.
+    fn check(&self, env: &Env, args: &[&str], code: i32) -> Value {
+        let mut all = vec!["check", "--format", "json"];
+        all.extend_from_slice(args);
+        let r = self.run(env, &all);
+        assert_eq!(r.code, code, "{all:?}\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+        r.json()
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Requests for one object key (`/bucket/key`), by method.
+fn for_key<'a>(log: &'a [Value], path: &str) -> Vec<&'a Value> {
+    log.iter().filter(|r| r["path"] == path).collect()
+}
+
+/// Parquet files covering what the reader does: statistics that prove a
+/// file, none (values read), a dictionary, list lengths, planted
+/// violations at known rows, several row groups.
+const WRITE: &str = r#"
+os.makedirs('d/sub', exist_ok=True)
+n = 5000
+label = (np.arange(n) % 10).astype(np.int64)
+ids = pa.array([[i % 50, (i * 7) % 50] for i in range(n)], pa.list_(pa.int64()))
+pq.write_table(pa.table({'label': label, 'ids': ids}), 'd/stats.parquet', row_group_size=1000)
+bad = label.copy(); bad[17] = 10; bad[4321] = -1
+pq.write_table(pa.table({'label': bad, 'ids': ids}), 'd/sub/bad.parquet', row_group_size=1000, write_statistics=False)
+pq.write_table(pa.table({'label': pa.array(label).dictionary_encode()}), 'd/dict.parquet', write_statistics=False)
+long = [[1, 2, 3, 4, 5] if i == 99 else [1] for i in range(n)]
+pq.write_table(pa.table({'label': label, 'ids': pa.array(long, pa.list_(pa.int64()))}), 'd/long.parquet', row_group_size=700)
+"#;
+
+const SCHEMA: &str = "columns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 50, max_length: 4, optional: true}\n";
+
+/// The report as text with `from` names turned into `to`.
+fn renamed(report: &Value, from: &str, to: &str) -> String {
+    serde_json::to_string_pretty(report).expect("json").replace(from, to)
+}
+
+#[test]
+fn parquet_from_s3_and_http_reports_as_local() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "d", "bkt", "data/");
+    let local = servers.check(&env, &["-s", "s.yaml", "d"], 1);
+    assert_eq!(local["files"], 4, "{local}");
+    for url in [
+        "s3://bkt/data/",
+        "s3://bkt/data",
+        "s3://bkt/da*",
+        "s3://bkt/data/**/*.parquet",
+    ] {
+        let remote = servers.check(&env, &["-s", "s.yaml", url], 1);
+        assert_eq!(
+            renamed(&remote, "s3://bkt/data/", "d/"),
+            renamed(&local, "", ""),
+            "{url}"
+        );
+    }
+    // Named objects, over S3 and plain HTTP (no listing: named files).
+    let names = [
+        "d/dict.parquet",
+        "d/long.parquet",
+        "d/stats.parquet",
+        "d/sub/bad.parquet",
+    ];
+    let http: Vec<String> = names
+        .iter()
+        .map(|n| format!("http://127.0.0.1:{}/{n}", servers.http))
+        .collect();
+    let mut args = vec!["-s", "s.yaml"];
+    args.extend(http.iter().map(String::as_str));
+    let remote = servers.check(&env, &args, 1);
+    let base = format!("http://127.0.0.1:{}/", servers.http);
+    assert_eq!(renamed(&remote, &base, ""), renamed(&local, "", ""));
+    let (hits, _) = crate::util::hits(&remote, "label", "class");
+    assert_eq!(hits, 2);
+}
+
+#[test]
+fn a_listed_stats_proven_file_costs_one_get() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    env.python(WRITE);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "d", "bkt", "p/");
+    servers.reset(servers.proxy);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/p/stats.parquet"], 0);
+    assert_eq!(r["rows"], 5000);
+    // Named: the footer's request is all (its size comes with it).
+    let log = servers.log(servers.proxy);
+    assert_eq!(for_key(&log, "/bkt/p/stats.parquet").len(), 1, "{log:?}");
+    servers.reset(servers.proxy);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/p/"], 1);
+    assert_eq!(r["files"], 4);
+    let log = servers.log(servers.proxy);
+    let stats = for_key(&log, "/bkt/p/stats.parquet");
+    assert_eq!(stats.len(), 1, "{log:?}");
+    assert_eq!(stats[0]["method"], "GET");
+    // The footer GET is a bounded range (the size came from the listing).
+    let range = stats[0]["range"].as_str().expect("a range");
+    assert!(!range.starts_with("bytes=-"), "{range}");
+    // One listing, and later requests for a file carry its ETag.
+    let lists: Vec<_> = log
+        .iter()
+        .filter(|r| r["query"].as_str().unwrap_or("").contains("list-type=2"))
+        .collect();
+    assert_eq!(lists.len(), 1, "{log:?}");
+    let bad = for_key(&log, "/bkt/p/sub/bad.parquet");
+    assert!(bad.len() >= 2, "{log:?}");
+    assert!(bad[0]["if_match"].is_null());
+    assert!(bad[1..].iter().all(|r| r["if_match"].is_string()), "{log:?}");
+}
+
+#[test]
+fn faults_are_retried_or_reported_by_url() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "d", "bkt", "f/");
+    let clean = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/"], 1);
+
+    // A burst of 503s is retried: the same report.
+    servers.fault(r#"{"status": 503, "count": 3}"#);
+    let again = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/"], 1);
+    assert_eq!(again, clean);
+
+    // Overwritten between its footer and its data: that file's error, the
+    // others still checked.
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"overwrite": "/bkt/f/sub/bad.parquet"}"#);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{r}");
+    assert_eq!(errors[0]["file"], "s3://bkt/f/sub/bad.parquet");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed while it was read"),
+        "{r}"
+    );
+    assert_eq!(r["files"], 4);
+
+    // 403 and 404 name the URL and the cause.
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"status": 403, "count": 1}"#);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/stats.parquet"], 2);
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/f/stats.parquet");
+    let msg = r["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("access denied") && msg.contains("AWS_ACCESS_KEY_ID"),
+        "{msg}"
+    );
+    assert!(!msg.contains("test"), "no credential in the message: {msg}");
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/none.parquet"], 2);
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/f/none.parquet");
+    assert!(r["errors"][0]["message"].as_str().unwrap().contains("not found"), "{r}");
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/nothing/"], 2);
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/nothing/", "{r}");
+
+    // Throttled past the retries: the status and the retry count.
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"status": 503, "count": 1000}"#);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/stats.parquet"], 2);
+    let msg = r["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("HTTP 503") && msg.contains("after 3 retries"), "{msg}");
+}
+
+#[test]
+fn no_credentials_fail_fast_and_other_formats_are_refused() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    // No network here: the instance-metadata lookup must not stall.
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args([
+            "check",
+            "--format",
+            "json",
+            "-s",
+            "s.yaml",
+            "s3://some-bucket/x.parquet",
+        ])
+        .current_dir(env.dir.path())
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_ENDPOINT_URL")
+        .env_remove("AWS_SKIP_SIGNATURE")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .expect("run");
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(2));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["errors"][0]["file"], "s3://some-bucket/x.parquet", "{r}");
+
+    let servers = Servers::start(env.dir.path());
+    env.write("d/a.csv", "label\n1\n");
+    servers.upload(&env, "d", "bkt", "o/");
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/o/a.csv"], 2);
+    assert!(
+        r["errors"][0]["message"].as_str().unwrap().contains("only Parquet"),
+        "{r}"
+    );
+}
+
+#[test]
+fn plan_partial_and_merge_take_urls() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "d", "bkt", "m/");
+    let whole = servers.check(&env, &["-s", "s.yaml", "s3://bkt/m/"], 1);
+    // Two tasks, each reading its files straight from storage.
+    for (out, url) in [("a.json", "s3://bkt/m/sub/"), ("b.json", "s3://bkt/m/*.parquet")] {
+        let r = servers.run(&env, &["check", "-s", "s.yaml", "--format", "json", "--partial", url]);
+        env.write(out, &r.stdout);
+    }
+    let merged = servers.run(&env, &["merge", "a.json", "b.json", "--format", "json"]);
+    assert_eq!(merged.json(), whole);
+    // The plan lists units by URL, with the listing's sizes.
+    let plan = servers.run(&env, &["plan", "-s", "s.yaml", "--split-bytes", "1", "s3://bkt/m/"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let units: Value = serde_json::from_str(&plan.stdout).expect("plan json");
+    let text = units.to_string();
+    assert!(text.contains("s3://bkt/m/long.parquet"), "{text}");
+    let local = env.run(&["plan", "-s", "s.yaml", "--split-bytes", "1", "d"]);
+    assert_eq!(text.replace("s3://bkt/m/", "d/"), local.json().to_string());
+}
+
+#[test]
+fn broken_parquet_over_http_fails_as_it_does_locally() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken");
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10, optional: true}\n",
+    );
+    let servers = Servers::start(&corpus);
+    let names: Vec<String> = std::fs::read_dir(&corpus)
+        .expect("corpus")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    assert!(names.len() >= 8);
+    let base = format!("http://127.0.0.1:{}/", servers.http);
+    let urls: Vec<String> = names.iter().map(|n| format!("{base}{n}")).collect();
+    let locals: Vec<String> = names
+        .iter()
+        .map(|n| corpus.join(n).to_string_lossy().into_owned())
+        .collect();
+    let mut args = vec!["-s", "s.yaml"];
+    args.extend(urls.iter().map(String::as_str));
+    let remote = servers.check(&env, &args, 2);
+    let mut args = vec!["-s", "s.yaml"];
+    args.extend(locals.iter().map(String::as_str));
+    let local = env.check_json(&args, 2);
+    let prefix = format!("{}/", corpus.to_string_lossy());
+    assert_eq!(renamed(&remote, &base, ""), renamed(&local, &prefix, ""));
+}
+
+#[test]
+fn hugging_face_datasets_are_listed_across_pages_and_read_by_range() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    env.python("import shutil\nshutil.copytree('d', 'hub/me/set/data')");
+    let servers = Servers::start(env.dir.path());
+    let local = servers.check(&env, &["-s", "s.yaml", "d"], 1);
+    let endpoint = format!("http://127.0.0.1:{}", servers.http);
+    let run = |args: &[&str], token: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_preflight"));
+        c.args(["check", "--format", "json", "-s", "s.yaml"])
+            .args(args)
+            .current_dir(env.dir.path())
+            .env("HF_ENDPOINT", &endpoint)
+            .env("HF_HOME", env.path("hf-home"))
+            .env_remove("HF_TOKEN_PATH");
+        match token {
+            Some(t) => c.env("HF_TOKEN", t),
+            None => c.env_remove("HF_TOKEN"),
+        };
+        let out = c.output().expect("run");
+        let r: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), r)
+    };
+    servers.reset(servers.http);
+    let (code, r) = run(&["hf://datasets/me/set/data"], Some("hf_secret"));
+    assert_eq!(code, Some(1));
+    assert_eq!(renamed(&r, "hf://datasets/me/set/data/", "d/"), renamed(&local, "", ""));
+    let log = servers.log(servers.http);
+    // Five entries (a folder and four files), two a page: three pages.
+    let pages = log
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap().starts_with("/api/"))
+        .count();
+    assert_eq!(pages, 3, "{log:?}");
+    assert!(log.iter().all(|r| r["auth"] == "Bearer hf_secret"), "{log:?}");
+    assert!(!r.to_string().contains("hf_secret"));
+    // A revision, a glob, the token file, and a missing dataset.
+    std::fs::create_dir_all(env.path("hf-home")).unwrap();
+    env.write("hf-home/token", "hf_from_file\n");
+    servers.reset(servers.http);
+    let (code, r) = run(&["hf://datasets/me/set@main/data/*.parquet"], None);
+    assert_eq!(code, Some(1), "{r}");
+    assert_eq!(r["files"], 3);
+    assert!(
+        servers
+            .log(servers.http)
+            .iter()
+            .all(|r| r["auth"] == "Bearer hf_from_file")
+    );
+    let (code, r) = run(&["hf://datasets/me/none/"], None);
+    assert_eq!(code, Some(2));
+    assert_eq!(r["errors"][0]["file"], "hf://datasets/me/none/", "{r}");
+}
