@@ -258,23 +258,6 @@ fn faults_are_retried_or_reported_by_url() {
     let again = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/"], 1);
     assert_eq!(again, clean);
 
-    // Overwritten between its footer and its data: that file's error, the
-    // others still checked.
-    servers.reset(servers.proxy);
-    servers.fault(r#"{"overwrite": "/bkt/f/sub/bad.parquet"}"#);
-    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/f/"], 2);
-    let errors = r["errors"].as_array().expect("errors");
-    assert_eq!(errors.len(), 1, "{r}");
-    assert_eq!(errors[0]["file"], "s3://bkt/f/sub/bad.parquet");
-    assert!(
-        errors[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("changed while it was read"),
-        "{r}"
-    );
-    assert_eq!(r["files"], 4);
-
     // 403 and 404 name the URL and the cause.
     servers.reset(servers.proxy);
     servers.fault(r#"{"status": 403, "count": 1}"#);
