@@ -29,6 +29,7 @@ use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Float32Type, Int16Type, Int32Type, UInt8Type, UInt16Type};
 
 use crate::check::{Validator, Verdict};
+use crate::pairing::Pair;
 use crate::report::{Spot, Tally, Value};
 use crate::schema::{Decode, PixelSpec};
 use crate::source::formats::image::{self, IMAGE_FIELD, Image, Mode, Samples};
@@ -45,6 +46,7 @@ pub(crate) fn check_batch(
     columns: &mut [Option<ArrayRef>],
     file: usize,
     first_row: u64,
+    pair: Option<&Pair>,
     tally: &mut Tally,
 ) -> Vec<(u64, bool, String)> {
     let mut errors = Vec::new();
@@ -73,9 +75,11 @@ pub(crate) fn check_batch(
                 continue;
             }
         }
+        // Pairing judges image files, whose one row is the mask.
+        let pair = pair.filter(|_| whole_file);
         for i in 0..array.len() {
             let row = first_row + i as u64;
-            if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, tally) {
+            if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, pair, tally) {
                 errors.push((row, whole_file, e));
             }
         }
@@ -163,6 +167,7 @@ fn check_row(
     i: usize,
     file: usize,
     row: u64,
+    pair: Option<&Pair>,
     tally: &mut Tally,
 ) -> Result<(), String> {
     let col = validator.column_check(ci);
@@ -175,6 +180,9 @@ fn check_row(
     let img = image::decode(bytes)?;
     if img.width == 0 || img.height == 0 {
         return Err(format!("the image is {}x{}: it has no pixels", img.width, img.height));
+    }
+    if let Some(pair) = pair {
+        crate::pairing::check_mask(validator, ci, pair, (img.width as u64, img.height as u64), file, row, tally);
     }
     let slot = col.slots.value;
     {

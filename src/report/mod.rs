@@ -440,6 +440,7 @@ impl CheckReport {
             }
             Rule::MaxLength | Rule::MinLength | Rule::SameLengthAs => plural(self.violations, "row", "rows"),
             Rule::EmptyDocument => plural(self.violations, "document", "documents"),
+            Rule::PairWith => plural(self.violations, "file", "files"),
             _ => plural(self.violations, "value", "values"),
         };
         let verb = if self.violations == 1 { "violates" } else { "violate" };
@@ -656,6 +657,14 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
             "no empty documents (two end-of-document ids {} in a row)",
             spec.eod_id.unwrap_or(0)
         ),
+        Rule::PairWith => {
+            let p = spec.pair_with().cloned().unwrap_or_default();
+            let mut s = format!("every mask has one image in `{}` of its width and height, and every image a mask", p.dir);
+            if !p.mask_suffix.is_empty() || !p.image_suffix.is_empty() {
+                s += &format!(" (mask stem suffix `{}`, image stem suffix `{}`)", p.mask_suffix, p.image_suffix);
+            }
+            s
+        }
         Rule::SameLengthAs => {
             let other = spec
                 .same_length_as

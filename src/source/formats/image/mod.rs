@@ -22,6 +22,7 @@
 //! load is refused) is the file's error before any pixel buffer exists.
 
 mod bmp;
+pub mod header;
 mod lossy;
 mod png;
 mod tiff;
