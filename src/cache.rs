@@ -66,7 +66,11 @@ pub fn scan_cached_stats(
             .map(|f| {
                 // A paired mask's result also depends on its image's size
                 // (or on the image's absence): part of the key.
-                let pair = opts.pairing.as_ref().map(|p| p.identity(&f.display)).unwrap_or_default();
+                let pair = opts
+                    .pairing
+                    .as_ref()
+                    .map(|p| p.identity(&f.display))
+                    .unwrap_or_default();
                 let entry = file_key(f).map(|k| {
                     let k = if pair.is_empty() {
                         k

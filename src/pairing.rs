@@ -47,8 +47,8 @@ const IMAGE_EXTENSIONS: [&str; 9] = ["png", "jpg", "jpeg", "bmp", "tif", "tiff",
 /// What pairing found for one mask.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pair {
-    /// Its one image, as reports name it, and the image's (width, height).
-    Image(String, (u64, u64)),
+    /// Its one image, as reports name it, and the image's header.
+    Image(String, header::Header),
     /// Its one image, whose header cannot be read (the image's error).
     Unreadable(String),
     /// No image: the pattern looked for.
@@ -150,8 +150,7 @@ impl Pairing {
             });
         }
         // Each image folder listed once: key -> images (sorted by name).
-        let listings: Vec<Result<HashMap<String, Vec<(PathBuf, String)>>, String>> =
-            folders.par_iter().map(|d| list_images(d, &spec)).collect();
+        let listings: Vec<Result<Listing, String>> = folders.par_iter().map(|d| list_images(d, &spec)).collect();
         let mut wanted: Vec<(PathBuf, String)> = Vec::new();
         let mut seen: Vec<HashSet<&str>> = vec![HashSet::new(); folders.len()];
         for m in &masks {
@@ -197,9 +196,14 @@ impl Pairing {
         // The images' sizes, from their headers, in parallel.
         wanted.sort();
         wanted.dedup();
-        let sizes: HashMap<String, Result<(u64, u64), String>> = wanted
+        let sizes: HashMap<String, Result<header::Header, String>> = wanted
             .par_iter()
-            .map(|(path, name)| (name.clone(), header::size_of_file(path)))
+            .map(|(path, name)| {
+                // A dependency's panic on a hostile header is the image's error.
+                let size =
+                    crate::source::guarded(|| header::header_of_file(path).map_err(crate::source::ReadError::new));
+                (name.clone(), size.map_err(|e| e.to_string()))
+            })
             .collect();
         for pair in pairing.pairs.values_mut() {
             if let Pair::Unreadable(name) = pair
@@ -269,7 +273,9 @@ impl Pairing {
             return;
         };
         if let Some((_, looked)) = self.orphans.get(shown) {
-            tally.hit(slot, fi, Spot::row(0), || Value::Str(format!("no mask (looked for {looked})")));
+            tally.hit(slot, fi, Spot::row(0), || {
+                Value::Str(format!("no mask (looked for {looked})"))
+            });
         }
     }
 }
@@ -290,9 +296,17 @@ pub(crate) fn check_mask(
         return;
     };
     match pair {
-        Pair::Image(_, (w, h)) if (*w, *h) != (width, height) => {
+        Pair::Image(_, header) if header.size != (width, height) => {
+            let (w, h) = header.size;
+            let o = header.orientation;
             tally.hit(slot, fi, Spot::row(row), || {
-                Value::Str(format!("{width}x{height} (image {w}x{h})"))
+                // A photo that only OpenCV's EXIF rotation makes fit.
+                let rotated = if (5..=8).contains(&o) && (h, w) == (width, height) {
+                    format!("; EXIF orientation {o}: {h}x{w} as OpenCV's IMREAD_COLOR reads it")
+                } else {
+                    String::new()
+                };
+                Value::Str(format!("{width}x{height} (image {w}x{h}{rotated})"))
             });
         }
         Pair::Ambiguous(images) => {
@@ -345,18 +359,25 @@ fn shown(p: &Path) -> String {
 }
 
 fn join_shown(dir: &str, rel: &str) -> String {
-    if dir == "." { rel.to_string() } else { format!("{dir}/{rel}") }
+    if dir == "." {
+        rel.to_string()
+    } else {
+        format!("{dir}/{rel}")
+    }
 }
 
+/// An image folder's images by key: (path, name in reports), sorted by name.
+type Listing = HashMap<String, Vec<(PathBuf, String)>>;
+
 /// The images of a folder by key, each key's images sorted by name.
-fn list_images(d: &Folder, spec: &PairSpec) -> Result<HashMap<String, Vec<(PathBuf, String)>>, String> {
+fn list_images(d: &Folder, spec: &PairSpec) -> Result<Listing, String> {
     if !d.path.is_dir() {
         return Err(format!(
             "no folder {} (pair_with `{}` from the mask folder {})",
             d.shown, spec.dir, d.mask_shown
         ));
     }
-    let mut out: HashMap<String, Vec<(PathBuf, String)>> = HashMap::new();
+    let mut out: Listing = HashMap::new();
     let walk = walkdir::WalkDir::new(&d.path)
         .follow_links(true)
         .sort_by_file_name()
@@ -367,7 +388,9 @@ fn list_images(d: &Folder, spec: &PairSpec) -> Result<HashMap<String, Vec<(PathB
         if !entry.file_type().is_file() || !has_image_extension(entry.path()) {
             continue;
         }
-        let Ok(rel) = entry.path().strip_prefix(&d.path) else { continue };
+        let Ok(rel) = entry.path().strip_prefix(&d.path) else {
+            continue;
+        };
         let Some(key) = key_of(rel, &spec.image_suffix) else {
             continue;
         };
@@ -386,10 +409,16 @@ mod tests {
         assert_eq!(key_of(Path::new("a/b.png"), ""), Some("a/b".into()));
         assert_eq!(key_of(Path::new("a/b.c.PNG"), ""), Some("a/b.c".into()));
         assert_eq!(
-            key_of(Path::new("x/aachen_1_gtFine_labelTrainIds.png"), "_gtFine_labelTrainIds"),
+            key_of(
+                Path::new("x/aachen_1_gtFine_labelTrainIds.png"),
+                "_gtFine_labelTrainIds"
+            ),
             Some("x/aachen_1".into())
         );
-        assert_eq!(key_of(Path::new("x/aachen_1_gtFine_color.png"), "_gtFine_labelTrainIds"), None);
+        assert_eq!(
+            key_of(Path::new("x/aachen_1_gtFine_color.png"), "_gtFine_labelTrainIds"),
+            None
+        );
         assert_eq!(shown(Path::new("data/masks/../images")), "data/images");
         assert_eq!(shown(Path::new("masks/../../images")), "../images");
         assert_eq!(shown(Path::new("./masks/..")), ".");

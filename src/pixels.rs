@@ -38,7 +38,8 @@ use crate::source::formats::image::{self, IMAGE_FIELD, Image, Mode, Samples};
 /// (the kernels then check the rest as usual). `positions[ci]` is schema
 /// column ci's index in `batch`. Returns the images that could not be
 /// decoded, as (row within the file, whether the batch is an image file,
-/// message).
+/// message). `pair` is what `pair_with` found for an image file's mask.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn check_batch(
     validator: &Validator,
     batch: &RecordBatch,
@@ -182,7 +183,15 @@ fn check_row(
         return Err(format!("the image is {}x{}: it has no pixels", img.width, img.height));
     }
     if let Some(pair) = pair {
-        crate::pairing::check_mask(validator, ci, pair, (img.width as u64, img.height as u64), file, row, tally);
+        crate::pairing::check_mask(
+            validator,
+            ci,
+            pair,
+            (img.width as u64, img.height as u64),
+            file,
+            row,
+            tally,
+        );
     }
     let slot = col.slots.value;
     {

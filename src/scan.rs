@@ -91,7 +91,13 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
     let orphan = |f: &DataFile| pairing.is_some_and(|p| p.orphan(&f.display));
     let opened: Vec<(Option<Opened>, Vec<Error>)> = files
         .par_iter()
-        .map(|f| if orphan(f) { (None, Vec::new()) } else { open(validator, f) })
+        .map(|f| {
+            if orphan(f) {
+                (None, Vec::new())
+            } else {
+                open(validator, f)
+            }
+        })
         .collect();
     let mut opened = opened;
     let mut units: Vec<(usize, usize)> = Vec::new();

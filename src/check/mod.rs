@@ -457,8 +457,16 @@ impl Validator {
             .map(|c| batch.schema_ref().index_of(&c.spec.name).ok())
             .collect();
         let mut cols: Vec<Option<ArrayRef>> = positions.iter().map(|p| p.map(|p| batch.column(p).clone())).collect();
-        let undecoded =
-            crate::pixels::check_batch(self, batch, &positions, &mut cols, 0, first_row, None, &mut partial.tally);
+        let undecoded = crate::pixels::check_batch(
+            self,
+            batch,
+            &positions,
+            &mut cols,
+            0,
+            first_row,
+            None,
+            &mut partial.tally,
+        );
         for (row, _, message) in undecoded {
             partial.errors.push(ErrorEntry::from(&crate::Error::Read {
                 path: file.to_string(),

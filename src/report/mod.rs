@@ -659,9 +659,15 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
         ),
         Rule::PairWith => {
             let p = spec.pair_with().cloned().unwrap_or_default();
-            let mut s = format!("each mask has one image in `{}` of its width and height, each image a mask", p.dir);
+            let mut s = format!(
+                "each mask has one image in `{}` of its width and height, each image a mask",
+                p.dir
+            );
             if !p.mask_suffix.is_empty() || !p.image_suffix.is_empty() {
-                s += &format!(" (mask stem suffix `{}`, image stem suffix `{}`)", p.mask_suffix, p.image_suffix);
+                s += &format!(
+                    " (mask stem suffix `{}`, image stem suffix `{}`)",
+                    p.mask_suffix, p.image_suffix
+                );
             }
             s
         }

@@ -28,6 +28,10 @@ mask("data/masks/g.png", 12, 4); image("data/images/g.gif", 12, 5)
 mask("data/masks/w.png", 3, 3); image("data/images/w.bmp", 4, 3)
 mask("data/masks/dup.png", 8, 8); image("data/images/dup.jpg", 8, 8); image("data/images/dup.png", 8, 8)
 mask("data/masks/lonely.png", 5, 5)
+mask("data/masks/photo.png", 6, 10)
+ex = Image.Exif(); ex[0x0112] = 6
+Image.fromarray(np.zeros((6, 10, 3), np.uint8)).save("data/images/photo.jpg", exif=ex.tobytes())
+assert Image.open("data/images/photo.jpg").getexif()[0x0112] == 6
 image("data/images/extra.png", 7, 7); image("data/images/sub/deep/e.tif", 7, 7)
 image("data/images/.hidden.png", 7, 7); image("data/images/.cache/x.png", 7, 7)
 open("data/images/readme.txt", "w").write("not an image")
@@ -89,6 +93,13 @@ fn masks_pair_with_images_by_relative_path() {
             format!("12x4 (image {})", size(&env, "data/images/g.gif")),
         ),
         (
+            "data/masks/photo.png".into(),
+            format!(
+                "6x10 (image {}; EXIF orientation 6: 6x10 as OpenCV's IMREAD_COLOR reads it)",
+                size(&env, "data/images/photo.jpg")
+            ),
+        ),
+        (
             "data/masks/sub/b.png".into(),
             format!("20x20 (image {})", size(&env, "data/images/sub/b.JPG")),
         ),
@@ -98,11 +109,11 @@ fn masks_pair_with_images_by_relative_path() {
         ),
     ];
     assert_eq!(examples(c), want, "{report:#}");
-    assert_eq!(c["violations"], 6);
+    assert_eq!(c["violations"], 7);
     assert_eq!(c["examples"][0]["row"], 0);
-    // Eight masks and the two images without one.
-    assert_eq!(report["files"], 10, "{report:#}");
-    assert_eq!(report["rows"], 8);
+    // Nine masks and the two images without one.
+    assert_eq!(report["files"], 11, "{report:#}");
+    assert_eq!(report["rows"], 9);
     assert_eq!(check(&report, "pixels", "class")["violations"], 0);
     let warnings: Vec<&str> = report["warnings"]
         .as_array()
@@ -112,7 +123,9 @@ fn masks_pair_with_images_by_relative_path() {
         .collect();
     assert_eq!(
         warnings,
-        ["data/masks/lonely.png: pair_with: no image for this mask (nothing matches data/images/lonely.*); image-driven loaders (mmsegmentation, Pytorch-UNet) never read it"]
+        [
+            "data/masks/lonely.png: pair_with: no image for this mask (nothing matches data/images/lonely.*); image-driven loaders (mmsegmentation, Pytorch-UNet) never read it"
+        ]
     );
     assert!(report["errors"].as_array().expect("errors").is_empty(), "{report:#}");
     // --jobs never changes the document.
@@ -152,7 +165,17 @@ fn masks_pair_with_images_by_relative_path() {
         .collect();
     assert_eq!(lines, want_lines);
     // A partial of the run merges into the same checks.
-    let p = env.run(&["check", "-s", "s.yaml", "data/masks", "--format", "json", "--partial", "--max-examples", "20"]);
+    let p = env.run(&[
+        "check",
+        "-s",
+        "s.yaml",
+        "data/masks",
+        "--format",
+        "json",
+        "--partial",
+        "--max-examples",
+        "20",
+    ]);
     std::fs::write(env.path("p.json"), &p.stdout).expect("write");
     let merged = env.run(&["merge", "p.json", "--format", "json"]).json();
     assert_eq!(merged["checks"], report["checks"]);
@@ -267,8 +290,18 @@ open("i/bmp.bmp", "wb").write(b"BM" + b"\0" * 10)
         .iter()
         .map(|e| e["file"].as_str().unwrap_or(""))
         .collect();
-    assert_eq!(failed, ["i/bmp.bmp", "i/cut.png", "i/huge.png", "i/ifd.tif", "i/junk.jpg"], "{r:#}");
-    assert!(r["errors"][2]["message"].as_str().unwrap().contains("decompression bomb"), "{r:#}");
+    assert_eq!(
+        failed,
+        ["i/bmp.bmp", "i/cut.png", "i/huge.png", "i/ifd.tif", "i/junk.jpg"],
+        "{r:#}"
+    );
+    assert!(
+        r["errors"][2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("decompression bomb"),
+        "{r:#}"
+    );
     // The other pairs are still judged.
     assert_eq!(
         examples(check(&r, "pixels", "pair_with")),
@@ -289,7 +322,10 @@ open("i/bmp.bmp", "wb").write(b"BM" + b"\0" * 10)
 fn bad_pair_with_keys_are_schema_errors() {
     let env = Env::new();
     for (col, says) in [
-        ("{kind: class, num_classes: 2, pair_with: \"\"}", "image folder is empty"),
+        (
+            "{kind: class, num_classes: 2, pair_with: \"\"}",
+            "image folder is empty",
+        ),
         (
             "{kind: class, num_classes: 2, pair_with: {dir: i, mask_suffix: .png}}",
             "no `.`",
@@ -321,10 +357,18 @@ fn work_units_pair_their_masks_from_the_planned_root() {
         scan: ScanOptions::default(),
     };
     let (validator, units) = preflight::plan_units(&plan, 1 << 30).expect("plan");
-    assert!(units.iter().all(|u| u.root.as_deref() == Some(env.path("data/masks").as_path())));
+    assert!(
+        units
+            .iter()
+            .all(|u| u.root.as_deref() == Some(env.path("data/masks").as_path()))
+    );
     let mut merged = validator.partial();
     for u in units.iter().rev() {
-        merged.merge(preflight::scan::check_units(&validator, std::slice::from_ref(u), &ScanOptions::default()));
+        merged.merge(preflight::scan::check_units(
+            &validator,
+            std::slice::from_ref(u),
+            &ScanOptions::default(),
+        ));
     }
     let report = merged.report(&validator);
     let c = report
@@ -338,6 +382,15 @@ fn work_units_pair_their_masks_from_the_planned_root() {
         .iter()
         .map(|e| e.0.rsplit("data/").next().unwrap().to_string())
         .collect();
-    assert_eq!(files, ["masks/dup.png", "masks/g.png", "masks/sub/b.png", "masks/w.png"]);
-    assert_eq!(c.violations, 4);
+    assert_eq!(
+        files,
+        [
+            "masks/dup.png",
+            "masks/g.png",
+            "masks/photo.png",
+            "masks/sub/b.png",
+            "masks/w.png"
+        ]
+    );
+    assert_eq!(c.violations, 5);
 }

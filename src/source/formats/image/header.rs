@@ -21,16 +21,37 @@ use super::{Kind, check_size};
 
 /// The (width, height) Pillow gives the image file at `path`.
 pub fn size_of_file(path: &Path) -> Result<(u64, u64), String> {
+    header_of_file(path).map(|h| h.size)
+}
+
+/// What pairing needs of an image's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// (width, height) as Pillow's `Image.size`.
+    pub size: (u64, u64),
+    /// A JPEG's EXIF orientation (1..8; 1 when absent): 5 to 8 swap width
+    /// and height for readers that apply it (OpenCV's `IMREAD_COLOR`).
+    pub orientation: u16,
+}
+
+/// The header of the image file at `path`.
+pub fn header_of_file(path: &Path) -> Result<Header, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
-    size_of(BufReader::with_capacity(16 << 10, file))
+    header_of(BufReader::with_capacity(16 << 10, file))
 }
 
 /// The (width, height) of the image `r` holds, read from its header.
-pub fn size_of<R: std::io::BufRead + Seek>(mut r: R) -> Result<(u64, u64), String> {
+pub fn size_of<R: std::io::BufRead + Seek>(r: R) -> Result<(u64, u64), String> {
+    header_of(r).map(|h| h.size)
+}
+
+/// The header of the image `r` holds.
+pub fn header_of<R: std::io::BufRead + Seek>(mut r: R) -> Result<Header, String> {
     let mut head = [0u8; 26];
     let n = read_up_to(&mut r, &mut head).map_err(|e| e.to_string())?;
     let head = &head[..n];
     r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    let mut orientation = 1;
     let (w, h) = if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
         let short = || "GIF: the header is truncated".to_string();
         let w = u16_at(head, 6).ok_or_else(short)?;
@@ -40,14 +61,21 @@ pub fn size_of<R: std::io::BufRead + Seek>(mut r: R) -> Result<(u64, u64), Strin
         match Kind::sniff(head) {
             Some(Kind::Png) => png(r)?,
             Some(Kind::Tiff) => tiff(r)?,
-            Some(Kind::Jpeg) => jpeg(r)?,
+            Some(Kind::Jpeg) => {
+                let (size, o) = jpeg(r)?;
+                orientation = o;
+                size
+            }
             Some(Kind::WebP) => webp(r)?,
             Some(Kind::Bmp) => bmp(head)?,
             None => return Err("not an image preflight reads (PNG, TIFF, BMP, JPEG, WebP or GIF): bad magic".into()),
         }
     };
     check_size(w, h)?;
-    Ok((w, h))
+    Ok(Header {
+        size: (w, h),
+        orientation,
+    })
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -85,7 +113,7 @@ fn tiff<R: Read + Seek>(r: R) -> Result<(u64, u64), String> {
     Ok((w.into(), h.into()))
 }
 
-fn jpeg<R: std::io::BufRead + Seek>(r: R) -> Result<(u64, u64), String> {
+fn jpeg<R: std::io::BufRead + Seek>(r: R) -> Result<((u64, u64), u16), String> {
     use zune_jpeg::zune_core::options::DecoderOptions;
     // Any size a JPEG can state (16 bits each) is read; the pixel limit judges it.
     let options = DecoderOptions::default()
@@ -94,7 +122,45 @@ fn jpeg<R: std::io::BufRead + Seek>(r: R) -> Result<(u64, u64), String> {
     let mut d = zune_jpeg::JpegDecoder::new_with_options(r, options);
     d.decode_headers().map_err(|e| format!("JPEG: {e}"))?;
     let info = d.info().ok_or("JPEG: no frame header")?;
-    Ok((info.width.into(), info.height.into()))
+    let orientation = d.exif().and_then(|e| exif_orientation(e)).unwrap_or(1);
+    Ok(((info.width.into(), info.height.into()), orientation))
+}
+
+/// The Orientation tag (0x0112) of IFD0 of EXIF data (a TIFF structure),
+/// if it is there and 1..8. Hand-written: one tag of one IFD, bounded by
+/// the slice.
+fn exif_orientation(e: &[u8]) -> Option<u16> {
+    let big = match e.get(..4)? {
+        b"MM\0*" => true,
+        b"II*\0" => false,
+        _ => return None,
+    };
+    let u16_at = |at: usize| -> Option<u16> {
+        let b: [u8; 2] = e.get(at..at.checked_add(2)?)?.try_into().ok()?;
+        Some(if big {
+            u16::from_be_bytes(b)
+        } else {
+            u16::from_le_bytes(b)
+        })
+    };
+    let u32_at = |at: usize| -> Option<u32> {
+        let b: [u8; 4] = e.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(if big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        })
+    };
+    let ifd = u32_at(4)? as usize;
+    let count = usize::from(u16_at(ifd)?);
+    (0..count).find_map(|i| {
+        let entry = ifd.checked_add(2 + 12 * i)?;
+        // Tag 0x0112, type SHORT (3): the value sits in the entry.
+        (u16_at(entry)? == 0x0112 && u16_at(entry + 2)? == 3)
+            .then(|| u16_at(entry + 8))
+            .flatten()
+            .filter(|o| (1..=8).contains(o))
+    })
 }
 
 fn webp<R: std::io::BufRead + Seek>(r: R) -> Result<(u64, u64), String> {
@@ -150,6 +216,29 @@ mod tests {
         assert!(size(b"").unwrap_err().contains("bad magic"));
     }
 
+    #[test]
+    fn a_jpegs_exif_orientation() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/file");
+        // Pillow wrote it: 10x6, orientation 6.
+        let bytes = std::fs::read(dir.join("gen-image-exif.jpg")).unwrap();
+        let h = header_of(Cursor::new(&bytes[1..])).unwrap();
+        assert_eq!(
+            h,
+            Header {
+                size: (10, 6),
+                orientation: 6
+            }
+        );
+        let bytes = std::fs::read(dir.join("gen-image-l.jpg")).unwrap();
+        assert_eq!(header_of(Cursor::new(&bytes[1..])).unwrap().orientation, 1);
+        let mut ifd = b"MM\0*\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0\x08\0\0".to_vec();
+        assert_eq!(exif_orientation(&ifd), Some(8));
+        ifd[19] = 9;
+        assert_eq!(exif_orientation(&ifd), None);
+        assert_eq!(exif_orientation(&ifd[..12]), None);
+        assert_eq!(exif_orientation(b"II*\0\xff\xff\xff\xff"), None);
+    }
+
     /// Truncations and bit flips of the image seeds: a size or an error,
     /// never a panic; and the full seed's size is its decoded size.
     #[test]
@@ -163,7 +252,12 @@ mod tests {
             }
             let bytes = std::fs::read(&path).unwrap()[1..].to_vec();
             if let Ok(img) = super::super::decode(&bytes) {
-                assert_eq!(size(&bytes), Ok((img.width as u64, img.height as u64)), "{}", path.display());
+                assert_eq!(
+                    size(&bytes),
+                    Ok((img.width as u64, img.height as u64)),
+                    "{}",
+                    path.display()
+                );
                 seen += 1;
             }
             let mut inputs: Vec<Vec<u8>> = (0..bytes.len().min(400)).map(|n| bytes[..n].to_vec()).collect();
