@@ -193,6 +193,52 @@ fn check_row(
             tally,
         );
     }
+    check_image(validator, ci, spec, img, file, row, tally)
+}
+
+thread_local! {
+    /// Whether 8/16-bit planes are judged from their histogram (the fused
+    /// path) where the kernel's other rules do not apply; tests turn it off
+    /// to compare with the generic path.
+    static FUSED: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// The last 8-bit plane's buffer, for the next image's decode.
+    static SPARE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest plane buffer kept for reuse (a 4096 x 4096 mask).
+const SPARE_MAX: usize = 16 << 20;
+
+/// A buffer of `len` zero bytes, reusing the last plane's allocation.
+pub(crate) fn zeroed(len: usize) -> Vec<u8> {
+    let mut v = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    v.clear();
+    v.resize(len, 0);
+    v
+}
+
+/// Whether the histogram alone can stand in for the check kernel on column
+/// `ci`: the kernel adds nothing beyond the value rule (no length rules, no
+/// tokenizer band, no stored-type evidence of `index` columns).
+fn fusable(validator: &Validator, ci: usize) -> bool {
+    let spec = &validator.column_check(ci).spec;
+    FUSED.with(|f| f.get())
+        && !spec.has_length_rules()
+        && spec.tokenizer_size.is_none()
+        && spec.eod_id.is_none()
+        && !matches!(spec.values, crate::schema::ValueRule::Index { .. })
+}
+
+/// Checks one decoded image of column `ci` (file `file`, row `row`).
+fn check_image(
+    validator: &Validator,
+    ci: usize,
+    spec: &PixelSpec,
+    img: Image,
+    file: usize,
+    row: u64,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let col = validator.column_check(ci);
     let slot = col.slots.value;
     {
         let ev = &mut tally.checks[slot].evidence.pixels;
@@ -210,13 +256,21 @@ fn check_row(
     let (width, height) = (img.width, img.height);
     let plane = plane(img, spec)?;
     let judge = |v: i128| validator.column_check(ci).judge_int(v);
+    // 8/16-bit planes: the histogram judges every pixel; the kernel runs
+    // only where it checks more than the value rule.
+    let fused = fusable(validator, ci).then_some(Judged { col, file, row });
     let array: ArrayRef = match plane {
         Plane::U8(v) => {
-            let mut hist = [0u64; 256];
-            for &p in &v {
-                hist[p as usize] += 1;
+            let hist = histogram_u8(&v);
+            note_histogram(&hist, false, &judge, &v, width, tally, slot, fused);
+            if fused.is_some() {
+                // Kept for the next decode (a bounded size: one huge image
+                // does not stay allocated).
+                if v.capacity() <= SPARE_MAX {
+                    SPARE.with(|s| *s.borrow_mut() = v);
+                }
+                return Ok(());
             }
-            note_histogram(&hist, false, &judge, &v, width, tally, slot);
             pixel_rows::<UInt8Type>(v, width, height)?
         }
         Plane::U16(v, stored16) => {
@@ -224,7 +278,10 @@ fn check_row(
             for &p in &v {
                 hist[p as usize] += 1;
             }
-            note_histogram(&hist, stored16, &judge, &v, width, tally, slot);
+            note_histogram(&hist, stored16, &judge, &v, width, tally, slot, fused);
+            if fused.is_some() {
+                return Ok(());
+            }
             pixel_rows::<UInt16Type>(v, width, height)?
         }
         Plane::I16(v) => {
@@ -349,7 +406,40 @@ fn plane(img: Image, spec: &PixelSpec) -> Result<Plane, String> {
     Ok(plane)
 }
 
-/// Pixel counts and hint evidence from one image's histogram.
+/// Where a plane judged by its histogram sits, for what the kernel would
+/// have recorded.
+#[derive(Clone, Copy)]
+struct Judged<'a> {
+    col: &'a crate::check::ColumnCheck,
+    file: usize,
+    row: u64,
+}
+
+/// The histogram of an 8-bit plane. Four partial histograms: masks are runs
+/// of one value, and one counter incremented pixel after pixel would wait
+/// on its own store each time.
+fn histogram_u8(v: &[u8]) -> [u64; 256] {
+    // u32 partials: an image has fewer than 2^32 pixels (MAX_PIXELS).
+    let mut part = [[0u32; 256]; 4];
+    let mut quads = v.chunks_exact(4);
+    for q in &mut quads {
+        part[0][q[0] as usize] += 1;
+        part[1][q[1] as usize] += 1;
+        part[2][q[2] as usize] += 1;
+        part[3][q[3] as usize] += 1;
+    }
+    for &p in quads.remainder() {
+        part[0][p as usize] += 1;
+    }
+    std::array::from_fn(|i| part.iter().map(|h| u64::from(h[i])).sum())
+}
+
+/// Pixel counts and hint evidence from one image's histogram; with
+/// `fused`, also everything the check kernel records for the plane (the
+/// kernel then does not run): violations, the bad values' evidence, the
+/// smallest value, examples and logged violations at their (x, y) in scan
+/// order, so reports are the same byte for byte.
+#[allow(clippy::too_many_arguments)]
 fn note_histogram<T: Copy + Into<u32>>(
     hist: &[u64],
     stored16: bool,
@@ -358,23 +448,32 @@ fn note_histogram<T: Copy + Into<u32>>(
     width: usize,
     tally: &mut Tally,
     slot: usize,
+    fused: Option<Judged>,
 ) {
-    let ev = &mut tally.checks[slot].evidence.pixels;
     let present = || hist.iter().enumerate().filter(|(_, n)| **n > 0);
-    if hist.get(255).is_some_and(|&n| n > 0) && present().all(|(v, _)| v == 0 || v == 255) {
-        ev.binary_255 += 1;
-    }
-    if stored16 && hist[256.min(hist.len())..].iter().any(|&n| n > 0) {
-        ev.wide16 += 1;
+    {
+        let ev = &mut tally.checks[slot].evidence.pixels;
+        if hist.get(255).is_some_and(|&n| n > 0) && present().all(|(v, _)| v == 0 || v == 255) {
+            ev.binary_255 += 1;
+        }
+        if stored16 && hist[256.min(hist.len())..].iter().any(|&n| n > 0) {
+            ev.wide16 += 1;
+        }
     }
     let bad: Vec<usize> = present()
         .filter(|(v, _)| judge(*v as i128) != Verdict::Ok)
         .map(|(v, _)| v)
         .collect();
+    if let Some(f) = fused {
+        kernel_evidence(hist, &bad, f, &mut tally.checks[slot]);
+    }
     if bad.is_empty() {
         return;
     }
-    ev.count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
+    tally.checks[slot]
+        .evidence
+        .pixels
+        .count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
     // Boundary pixels: a bad value strictly between its two neighbours
     // (left/right or above/below), as interpolation makes them.
     let mut is_bad = vec![false; hist.len()];
@@ -382,19 +481,89 @@ fn note_histogram<T: Copy + Into<u32>>(
         is_bad[v] = true;
     }
     let at = |i: usize| values[i].into();
+    let (mut located, mut boundary) = (0, 0);
     for (i, &v) in values.iter().enumerate() {
         let v: u32 = v.into();
         if !is_bad[v as usize] {
             continue;
         }
-        ev.located += 1;
+        located += 1;
         let x = i % width;
         let between = |a: u32, b: u32| (a < v && v < b) || (b < v && v < a);
         let horizontal = x > 0 && x + 1 < width && between(at(i - 1), at(i + 1));
         let vertical = i >= width && i + width < values.len() && between(at(i - width), at(i + width));
         if horizontal || vertical {
-            ev.boundary += 1;
+            boundary += 1;
         }
+        if let Some(f) = fused {
+            // The kernel's examples and log: every bad pixel in scan order.
+            let check = &mut tally.checks[slot];
+            let wanted = check.examples.len() < tally.max_examples;
+            if !wanted && tally.log.is_none() {
+                continue;
+            }
+            let spot = Spot {
+                row: f.row,
+                pos: Some(x as u64),
+                parent: Some((i / width) as u64),
+            };
+            if wanted {
+                check.examples.push(crate::report::Example {
+                    file: f.file,
+                    row: f.row,
+                    value: Value::Int(v.into()),
+                    xy: spot.xy(),
+                });
+            }
+            if let Some(log) = tally.log.as_mut() {
+                log.push(crate::report::Logged {
+                    check: slot,
+                    file: f.file,
+                    spot,
+                    value: Value::Int(v.into()),
+                });
+            }
+        }
+    }
+    let ev = &mut tally.checks[slot].evidence.pixels;
+    ev.located += located;
+    ev.boundary += boundary;
+}
+
+/// What the integer kernel records of a plane besides examples, from its
+/// histogram: the violation count, each bad value's evidence, and (class
+/// rules) the smallest value other than `ignore_index`, computed as the
+/// kernel computes it in the plane's own type (the ignored value reads as
+/// the type's largest).
+fn kernel_evidence(hist: &[u64], bad: &[usize], f: Judged, check: &mut crate::report::CheckTally) {
+    check.violations += bad.iter().map(|&v| hist[v]).sum::<u64>();
+    for &v in bad {
+        check.evidence.bad_whole(v as i128);
+    }
+    let Some(iv) = f.col.interval.filter(|_| f.col.tracks_min()) else {
+        return;
+    };
+    let top = hist.len() - 1;
+    let extra = iv
+        .extra
+        .and_then(|x| usize::try_from(x).ok())
+        .filter(|&x| x <= top);
+    let smallest = hist
+        .iter()
+        .enumerate()
+        .find(|&(v, &n)| n > 0 && Some(v) != extra)
+        .map(|(v, _)| v);
+    let extra_seen = extra.is_some_and(|x| hist[x] > 0);
+    let m = match smallest {
+        Some(m) if extra_seen => Some(m.min(top)),
+        Some(m) => Some(m),
+        None if extra_seen => Some(top),
+        None => None,
+    };
+    if let Some(m) = m
+        && (extra.is_none() || Some(m) != extra)
+    {
+        check.evidence.seen_min(m as i128);
     }
 }
 
@@ -639,6 +808,92 @@ mod tests {
                 all = e.pixels;
             }
             assert_eq!(all.counts, want);
+        }
+    }
+
+    /// The fused path (histogram standing in for the kernel) records
+    /// exactly what the generic path (kernel over the Arrow plane) records:
+    /// random 8- and 16-bit planes, under rules of every shape, with and
+    /// without a violation log, few and many examples.
+    #[test]
+    fn histogram_path_records_what_the_kernel_records() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let columns = [
+            "{kind: class, num_classes: 150, ignore_index: 255}",
+            "{kind: class, num_classes: 3}",
+            "{kind: class, num_classes: 2, ignore_index: 0}",
+            "{kind: class, num_classes: 5, ignore_index: 70000}",
+            "{kind: class, num_classes: 1, ignore_index: 255, reduce_zero_label: true}",
+            "{kind: values, allowed: [0, 2, 7, 255]}",
+            "{kind: range, min: 1, max: 200}",
+            "{kind: class, num_classes: 40000, ignore_index: 65535}",
+        ];
+        let mut runner = TestRunner::new(Config {
+            cases: 64,
+            ..Config::default()
+        });
+        let strategy = (
+            0..columns.len(),
+            1usize..24,
+            1usize..24,
+            any::<bool>(),
+            any::<bool>(),
+            0usize..6,
+            proptest::collection::vec(any::<u16>(), 24 * 24),
+            any::<u8>(),
+        );
+        runner
+            .run(&strategy, |(c, w, h, wide, log, examples, raw, spread)| {
+                let s = schema(columns[c]).unwrap();
+                let validator = Validator::new(s, examples);
+                let spec = validator.schema().columns[0].pixels.clone().unwrap_or_default();
+                // Few distinct values (as masks), or any value.
+                let n = w * h;
+                let pick = |r: u16| {
+                    let few = [0u16, 1, 2, 3, 7, 150, 200, 255, 256, 300, 40000, 65535];
+                    if spread < 128 { few[r as usize % few.len()] } else { r }
+                };
+                let samples = if wide {
+                    Samples::U16(raw[..n].iter().map(|&r| pick(r)).collect())
+                } else {
+                    Samples::U8(raw[..n].iter().map(|&r| pick(r) as u8).collect())
+                };
+                let img = Image {
+                    width: w,
+                    height: h,
+                    mode: if wide { Mode::I16 } else { Mode::L },
+                    samples,
+                    palette: Vec::new(),
+                    kind: image::Kind::Png,
+                    stored_bits: if wide { 16 } else { 8 },
+                };
+                let run = |fused: bool| {
+                    FUSED.with(|f| f.set(fused));
+                    let mut tally = validator.tally();
+                    if log {
+                        tally.log = Some(Vec::new());
+                    }
+                    let r = check_image(&validator, 0, &spec, img.clone(), 3, 9, &mut tally);
+                    FUSED.with(|f| f.set(true));
+                    (r, tally)
+                };
+                let (generic, fused) = (run(false), run(true));
+                prop_assert_eq!(&generic, &fused);
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn the_split_histogram_counts_every_pixel() {
+        for n in [0usize, 1, 3, 4, 5, 1000, 1003] {
+            let v: Vec<u8> = (0..n).map(|i| (i * 7 % 256) as u8).collect();
+            let mut want = [0u64; 256];
+            for &p in &v {
+                want[p as usize] += 1;
+            }
+            assert_eq!(histogram_u8(&v), want, "{n}");
         }
     }
 
