@@ -550,23 +550,46 @@ pub(crate) fn looks_like(head: &[u8]) -> bool {
     head.len() >= 12 && framing::masked_crc(&head[..8]).to_le_bytes() == head[8..12]
 }
 
-/// Whether a directory search picks up the file for a schema with these
-/// columns: when its first record has a feature the schema names (a file
-/// whose first record cannot be read is picked up, so that its error is
-/// reported).
-pub(crate) fn provides_any(path: &Path, columns: &[String]) -> bool {
+/// Whether the file has a feature the schema's `columns` name: in its first
+/// record only (`deep` false: a directory search's cheap look), or in any
+/// record (`deep` true: feature names only, values and data checksums
+/// skipped). A file whose records cannot be read answers true, so that its
+/// error is reported.
+pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    let first = if name.ends_with(".gz") {
+    let has = |data: &Bytes| match entries(data.clone()) {
+        Ok(es) => es
+            .iter()
+            .any(|e| columns.iter().any(|c| c.as_bytes() == e.key.as_ref())),
+        Err(_) => true,
+    };
+    if name.ends_with(".gz") {
         let Ok(reader) = stream(path) else { return true };
-        StreamRecords { reader, record: 0 }.next_record()
+        let mut records = StreamRecords { reader, record: 0 };
+        loop {
+            match records.next_record() {
+                Ok(Some(data)) if has(&data) => return true,
+                Ok(Some(_)) if deep => {}
+                Ok(_) => return false,
+                Err(_) => return true,
+            }
+        }
+    }
+    let Ok(file) = File::open(path) else { return true };
+    let data = if deep {
+        // SAFETY: as in `open_split`: a read-only map of a file preflight
+        // does not write.
+        let Ok(map) = (unsafe { Mmap::map(&file) }) else {
+            return true;
+        };
+        Bytes::from_owner(MapOwner(Arc::new(map)))
     } else {
-        let Ok(file) = File::open(path) else { return true };
+        // The first record's header, then the record itself (bounded).
         let mut head = Vec::new();
         use std::io::Read;
-        // The first record's header, then the record itself (bounded).
         let mut r = file.take(12);
         if r.read_to_end(&mut head).is_err() || head.len() < 12 {
             return true;
@@ -579,24 +602,21 @@ pub(crate) fn provides_any(path: &Path, columns: &[String]) -> bool {
         if file.read_to_end(&mut head).is_err() {
             return true;
         }
-        MapRecords {
-            data: Bytes::from(head),
-            pos: 0,
-            record: 0,
-            check_data: true,
-        }
-        .next_record()
-        .map(|r| r.map(|(_, d)| d))
+        Bytes::from(head)
     };
-    match first {
-        Ok(Some(data)) => match entries(data) {
-            Ok(es) => es
-                .iter()
-                .any(|e| columns.iter().any(|c| c.as_bytes() == e.key.as_ref())),
-            Err(_) => true,
-        },
-        Ok(None) => false,
-        Err(_) => true,
+    let mut records = MapRecords {
+        data,
+        pos: 0,
+        record: 0,
+        check_data: !deep,
+    };
+    loop {
+        match records.next_record() {
+            Ok(Some((_, data))) if has(&data) => return true,
+            Ok(Some(_)) if deep => {}
+            Ok(_) => return false,
+            Err(_) => return true,
+        }
     }
 }
 
