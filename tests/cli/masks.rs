@@ -637,7 +637,7 @@ for m, i in [("d/masks", "d/images"), ("ade/annotations/training", "ade/images/t
         ("d/masks", "pair_with: ../images  #"),
         ("ade/annotations/training", "pair_with: ../../images/training  #"),
     ] {
-        let run = env.run(&["init", dir, "-o", "p.yaml"]);
+        let run = env.run(&["init", dir, "-o", "p.yaml", "--force"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         let text = std::fs::read_to_string(env.path("p.yaml")).expect("schema");
         assert!(text.contains(want), "{want:?} not in:\n{text}");
