@@ -135,7 +135,15 @@ fn masks_pair_with_images_by_relative_path() {
         assert_eq!(env.check_json(&a, 1), report);
     }
     // Text reports name the files and values.
-    let human = env.run(&["check", "-s", "s.yaml", "data/masks", "--no-progress"]);
+    let human = env.run(&[
+        "check",
+        "-s",
+        "s.yaml",
+        "data/masks",
+        "--no-progress",
+        "--max-examples",
+        "20",
+    ]);
     assert_eq!(human.code, 1);
     assert!(
         human.stdout.contains("data/masks/sub/b.png:0: \"20x20 (image 20x21)\""),
