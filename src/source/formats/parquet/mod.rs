@@ -1120,15 +1120,15 @@ for v in ['V1', 'V2']:
         let own = compare_dir(dir.path());
         // Every pyarrow file takes the own path for every column.
         for name in [
-            "pa_zstd_2.0_true.parquet",
-            "pa_brotli_1.0_false.parquet",
+            "pa_zstd_2.0_True.parquet",
+            "pa_brotli_1.0_False.parquet",
             "pa_delta_1.0.parquet",
             "pa_delta_2.0.parquet",
             "pa_dict_fallback.parquet",
-            "pa_none_1.0_true.parquet",
-            "pa_lz4_2.0_true.parquet",
-            "pa_gzip_1.0_true.parquet",
-            "pa_snappy_2.0_false.parquet",
+            "pa_none_1.0_True.parquet",
+            "pa_lz4_2.0_True.parquet",
+            "pa_gzip_1.0_True.parquet",
+            "pa_snappy_2.0_False.parquet",
         ] {
             assert!(
                 own.iter().any(|o| o == name),

@@ -141,6 +141,8 @@ pub(super) struct ValueReader<'f, T: Physical> {
     idx: Vec<u32>,
     wide: Vec<i64>,
     tmp: Vec<T>,
+    /// Values in the largest batch so far: the next batch's first reservation.
+    values_hint: usize,
     footer_rows: u64,
     handed: u64,
     done: bool,
@@ -173,6 +175,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
             idx: Vec::new(),
             wide: Vec::new(),
             tmp: Vec::new(),
+            values_hint: 0,
             footer_rows,
             handed: 0,
             done: false,
@@ -198,6 +201,11 @@ impl<'f, T: Physical> ValueReader<'f, T> {
                     page.def.decode(&self.buf, &mut self.d[..m])?;
                 } else {
                     self.d[..m].fill(0);
+                }
+                // A level above its maximum is corrupt (arrow-rs refuses it too).
+                let over = |levels: &[u32], max: i16| levels.iter().copied().max().unwrap_or(0) > max as u32;
+                if over(&self.r[..m], self.plan.max_rep) || over(&self.d[..m], self.plan.max_def) {
+                    return Err(ReadError::new("a page holds a level above its column's maximum"));
                 }
                 page.left -= m;
                 self.at = 0;
@@ -328,7 +336,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
             .as_ref()
             .is_some_and(|l| self.plan.max_def > l.element_def);
         let mut out = Out {
-            values: Vec::new(),
+            values: Vec::with_capacity(self.values_hint),
             starts: Vec::with_capacity(if self.plan.list.is_some() { n + 1 } else { 0 }),
             rows: 0,
             row_nulls: NullBufferBuilder::new(n),
@@ -357,6 +365,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
             return Err(super::fewer_rows(self.footer_rows, self.handed + out.rows as u64));
         }
         self.handed += n as u64;
+        self.values_hint = self.values_hint.max(out.values.len());
         self.build(out)
     }
 
@@ -398,35 +407,34 @@ impl<'f, T: Physical> ValueReader<'f, T> {
         let element_def = list.element_def as u32;
         let max_def = self.plan.max_def as u32;
         let (r, d) = (&self.r[self.at..self.len], &self.d[self.at..self.len]);
-        let mut stop = r.len();
-        let mut stopped = false;
-        let mut elements = out.values.len() as i64;
-        let mut valid = 0usize;
-        for (i, (&rv, &dv)) in r.iter().zip(d).enumerate() {
-            if rv == 0 {
-                if out.rows == n {
-                    stop = i;
-                    stopped = true;
-                    break;
-                }
-                out.rows += 1;
-                out.starts.push(elements);
-                if dv + 1 < element_def {
-                    out.row_nulls.append_null();
-                } else {
+        let first = out.values.len() as i64;
+        if out.starts.is_empty() && r.first().is_some_and(|&rv| rv != 0) {
+            return Err(ReadError::new("the first page continues a row that never started"));
+        }
+        let (stop, stopped, elements, valid) = if d.iter().all(|&dv| dv == max_def) {
+            // Every slot an element with a value (token lists): only the
+            // row starts need looking at.
+            let (mut stop, mut stopped) = (r.len(), false);
+            for (i, &rv) in r.iter().enumerate() {
+                if rv == 0 {
+                    if out.rows == n {
+                        stop = i;
+                        stopped = true;
+                        break;
+                    }
+                    out.rows += 1;
+                    out.starts.push(first + i as i64);
                     out.row_nulls.append_non_null();
                 }
-            } else if out.starts.is_empty() {
-                return Err(ReadError::new("the first page continues a row that never started"));
             }
-            if dv >= element_def {
-                elements += 1;
-                if dv == max_def {
-                    valid += 1;
-                }
-            }
-        }
-        if let Some(elem_valid) = out.elem_valid.as_mut() {
+            (stop, stopped, first + stop as i64, stop)
+        } else {
+            Self::walk_slots(r, d, n, element_def, max_def, out, first)
+        };
+        let slots = (elements - first) as usize;
+        if let Some(elem_valid) = out.elem_valid.as_mut()
+            && valid < slots
+        {
             let mut tmp = std::mem::take(&mut self.tmp);
             tmp.clear();
             self.take(valid, &mut tmp)?;
@@ -444,12 +452,57 @@ impl<'f, T: Physical> ValueReader<'f, T> {
             }
             self.tmp = tmp;
         } else {
+            // No null element among these slots: the values go in as they are.
             let mut values = std::mem::take(&mut out.values);
             self.take(valid, &mut values)?;
             out.values = values;
+            if let Some(elem_valid) = out.elem_valid.as_mut() {
+                elem_valid.append_n(valid, true);
+            }
         }
         self.at += stop;
         Ok(stopped)
+    }
+
+    /// The general walk over a chunk of level slots: row starts, null and
+    /// empty rows, null elements. Returns (where it stopped, whether a row
+    /// past the `n`th started there, elements so far, values to take).
+    fn walk_slots(
+        r: &[u32],
+        d: &[u32],
+        n: usize,
+        element_def: u32,
+        max_def: u32,
+        out: &mut Out<T>,
+        first: i64,
+    ) -> (usize, bool, i64, usize) {
+        let mut stop = r.len();
+        let mut stopped = false;
+        let mut elements = first;
+        let mut valid = 0usize;
+        for (i, (&rv, &dv)) in r.iter().zip(d).enumerate() {
+            if rv == 0 {
+                if out.rows == n {
+                    stop = i;
+                    stopped = true;
+                    break;
+                }
+                out.rows += 1;
+                out.starts.push(elements);
+                if dv + 1 < element_def {
+                    out.row_nulls.append_null();
+                } else {
+                    out.row_nulls.append_non_null();
+                }
+            }
+            if dv >= element_def {
+                elements += 1;
+                if dv == max_def {
+                    valid += 1;
+                }
+            }
+        }
+        (stop, stopped, elements, valid)
     }
 
     fn build(&self, out: Out<T>) -> Result<ArrayRef, ReadError> {
