@@ -8,7 +8,6 @@
 
 use std::fs::File;
 
-use parquet::column::page::PageReader;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use rayon::prelude::*;
 

@@ -51,7 +51,7 @@ pub(super) struct Hybrid {
     /// where they start.
     packed_left: usize,
     bit: usize,
-    lit: Box<[u32; LITERAL]>,
+    lit: Vec<u32>,
     lit_at: usize,
     lit_len: usize,
 }
@@ -92,7 +92,7 @@ impl Hybrid {
             repeat_left: 0,
             packed_left: 0,
             bit: 0,
-            lit: Box::new([0; LITERAL]),
+            lit: vec![0; LITERAL],
             lit_at: 0,
             lit_len: 0,
         }
@@ -139,6 +139,12 @@ impl Hybrid {
                     out[done..done + k].copy_from_slice(&self.lit[self.lit_at..self.lit_at + k]);
                     self.advance(k);
                     done += k;
+                    // The rest of a bit-packed run goes straight into `out`.
+                    let direct = self.packed_left.min(out.len() - done);
+                    if direct > 0 && self.lit_at == self.lit_len {
+                        self.unpack_into(data, &mut out[done..done + direct])?;
+                        done += direct;
+                    }
                 }
             }
         }
@@ -188,11 +194,9 @@ impl Hybrid {
             // `count` groups of 8 values in `width` bytes each, as far as
             // the bytes go (as arrow-rs reads a short last run).
             let width = self.width as usize;
-            let groups = if width == 0 {
-                count
-            } else {
-                count.min((self.end - self.pos) / width)
-            };
+            let groups = (self.end - self.pos)
+                .checked_div(width)
+                .map_or(count, |fit| count.min(fit));
             if groups == 0 && count > 0 && width > 0 {
                 return Err(end());
             }
@@ -207,9 +211,22 @@ impl Hybrid {
     /// least significant bit first.
     fn unpack(&mut self, data: &[u8]) -> Result<(), ReadError> {
         let n = self.packed_left.min(LITERAL);
+        let mut lit = std::mem::take(&mut self.lit);
+        let result = self.unpack_into(data, &mut lit[..n]);
+        self.lit = lit;
+        result?;
+        self.lit_at = 0;
+        self.lit_len = n;
+        Ok(())
+    }
+
+    /// Unpacks the next `dst.len()` values of the current bit-packed run
+    /// into `dst`.
+    fn unpack_into(&mut self, data: &[u8], dst: &mut [u32]) -> Result<(), ReadError> {
+        let n = dst.len();
         let w = self.width as usize;
         if w == 0 {
-            self.lit[..n].fill(0);
+            dst.fill(0);
         } else {
             let need = (self.bit + n * w).div_ceil(8);
             if need > self.end {
@@ -218,26 +235,30 @@ impl Hybrid {
             let mask = if w == 32 { u64::MAX >> 32 } else { (1u64 << w) - 1 };
             let bytes = &data[..self.end];
             let mut bit = self.bit;
-            for slot in &mut self.lit[..n] {
+            // Values whose 8-byte window lies inside the data: one load each.
+            let whole = if bytes.len() >= 8 {
+                ((bytes.len() - 8) * 8 + 1).saturating_sub(bit).div_ceil(w).min(n)
+            } else {
+                0
+            };
+            for slot in &mut dst[..whole] {
                 let at = bit / 8;
-                // Up to 8 bytes from `at`: 32 bits plus a shift of up to 7.
-                let word = match bytes.get(at..at + 8) {
-                    Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-                    None => {
-                        let mut b = [0u8; 8];
-                        let tail = &bytes[at..];
-                        b[..tail.len()].copy_from_slice(tail);
-                        u64::from_le_bytes(b)
-                    }
-                };
+                let b = &bytes[at..at + 8];
+                let word = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
                 *slot = ((word >> (bit % 8)) & mask) as u32;
+                bit += w;
+            }
+            for slot in &mut dst[whole..] {
+                let at = bit / 8;
+                let mut b = [0u8; 8];
+                let tail = &bytes[at..bytes.len().min(at + 8)];
+                b[..tail.len()].copy_from_slice(tail);
+                *slot = ((u64::from_le_bytes(b) >> (bit % 8)) & mask) as u32;
                 bit += w;
             }
             self.bit = bit;
         }
         self.packed_left -= n;
-        self.lit_at = 0;
-        self.lit_len = n;
         Ok(())
     }
 }

@@ -67,7 +67,7 @@ pub struct ParquetSource {
 
 /// A column read some way other than through arrow-rs.
 enum ColumnReader<'f> {
-    Shape(ShapeReader<'f>),
+    Shape(Box<ShapeReader<'f>>),
     I32(ValueReader<'f, i32>),
     I64(ValueReader<'f, i64>),
 }
@@ -447,16 +447,15 @@ impl ParquetSource {
         let file = File::open(&self.path).map_err(|e| ReadError::from(e).at(at()))?;
         let mut readers: Vec<Option<ColumnReader<'_>>> = Vec::with_capacity(projection.len());
         for (&c, &s) in projection.iter().zip(shapes) {
-            let reader = match (
-                s.then(|| self.shape_leaf(unit, c)).flatten(),
-                self.value_plan(&file, unit, c),
-            ) {
-                (Some((leaf, element_def)), _) => Some(ColumnReader::Shape(
+            let reader = if let Some((leaf, element_def)) = s.then(|| self.shape_leaf(unit, c)).flatten() {
+                Some(ColumnReader::Shape(Box::new(
                     self.shape_reader(&file, unit, leaf, element_def)
                         .map_err(|e| e.at(at()))?,
-                )),
-                (None, Some(plan)) => Some(self.value_reader(&file, unit, plan).map_err(|e| e.at(at()))?),
-                (None, None) => None,
+                )))
+            } else if let Some(plan) = self.value_plan(&file, unit, c) {
+                Some(self.value_reader(&file, unit, plan).map_err(|e| e.at(at()))?)
+            } else {
+                None
             };
             readers.push(reader);
         }
