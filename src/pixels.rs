@@ -261,7 +261,14 @@ fn check_image(
     let fused = fusable(validator, ci).then_some(Judged { col, file, row });
     let array: ArrayRef = match plane {
         Plane::U8(v) => {
-            let hist = histogram_u8(&v);
+            // Most masks hold no bad value: which values occur is then all
+            // the histogram is needed for, and finding that out is cheaper.
+            let seen = presence_u8(&v);
+            let clean = seen
+                .iter()
+                .enumerate()
+                .all(|(x, &n)| n == 0 || judge(x as i128) == Verdict::Ok);
+            let hist = if clean { seen } else { histogram_u8(&v) };
             note_histogram(&hist, false, &judge, &v, width, tally, slot, fused);
             if fused.is_some() {
                 // Kept for the next decode (a bounded size: one huge image
@@ -419,6 +426,36 @@ struct Judged<'a> {
 /// counter incremented pixel after pixel would wait on its own store each
 /// time: eight pixels of one value (one compare of a word) add to a run
 /// counter held in a register, other words go to four partial histograms.
+/// Which values occur in `v`, as a histogram whose counts are 1 for every
+/// value present: enough for a plane without a bad value, where no count is
+/// reported and only presence is asked (`note_histogram` with nothing bad).
+/// A store per pixel, not the histogram's read-add-write.
+fn presence_u8(v: &[u8]) -> [u64; 256] {
+    const SPLAT: u64 = 0x0101_0101_0101_0101;
+    let mut seen = [0u8; 256];
+    let mut words = v.chunks_exact(8);
+    // A word like the one before it adds nothing (masks are mostly runs).
+    let mut last = None;
+    for c in &mut words {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        if last == Some(w) {
+            continue;
+        }
+        last = Some(w);
+        if w == u64::from(c[0]) * SPLAT {
+            seen[c[0] as usize] = 1;
+        } else {
+            for &p in c {
+                seen[p as usize] = 1;
+            }
+        }
+    }
+    for &p in words.remainder() {
+        seen[p as usize] = 1;
+    }
+    seen.map(u64::from)
+}
+
 fn histogram_u8(v: &[u8]) -> [u64; 256] {
     const SPLAT: u64 = 0x0101_0101_0101_0101;
     // u32 partials: an image has fewer than 2^32 pixels (MAX_PIXELS).
@@ -426,7 +463,7 @@ fn histogram_u8(v: &[u8]) -> [u64; 256] {
     let (mut run, mut count) = (0u8, 0u32);
     let mut words = v.chunks_exact(8);
     for c in &mut words {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
         if w == u64::from(run) * SPLAT {
             count += 8;
         } else if w == u64::from(c[0]) * SPLAT {
@@ -921,6 +958,7 @@ mod tests {
                 want[p as usize] += 1;
             }
             assert_eq!(histogram_u8(&v), want, "{n}");
+            assert_eq!(presence_u8(&v), want.map(|c| u64::from(c > 0)), "{n}");
         }
     }
 
