@@ -806,6 +806,42 @@ fn a_directory_without_data_files_is_an_error_not_a_pass() {
     );
 }
 
+/// URLs to object storage are refused by name (exit 2), and the local
+/// files beside them are still checked.
+#[test]
+fn object_storage_urls_are_refused_by_name() {
+    let env = Env::new();
+    env.write("s.yaml", LABELS);
+    env.write("l.csv", "label\n1\n2\n");
+    let r = env.check_json(
+        &[
+            "-s",
+            "s.yaml",
+            "s3://bucket/train/x.parquet",
+            "HF://datasets/o/n/*.parquet",
+            "l.csv",
+        ],
+        2,
+    );
+    assert_eq!(r["files"], 1, "{r}");
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{r}");
+    for (url, scheme) in [
+        ("s3://bucket/train/x.parquet", "s3"),
+        ("HF://datasets/o/n/*.parquet", "hf"),
+    ] {
+        let e = errors
+            .iter()
+            .find(|e| e["file"] == url)
+            .unwrap_or_else(|| panic!("{url}: {r}"));
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{scheme}:// URLs are not read yet")),
+            "{message}"
+        );
+    }
+}
+
 #[test]
 fn string_classes_with_near_miss_hint() {
     let env = Env::new();

@@ -107,6 +107,15 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
         let before = (found.files.len(), found.shards.len());
+        if let Some(scheme) = object_storage_scheme(&shown).filter(|_| !arg.exists()) {
+            found.errors.push(Error::Discover {
+                path: shown,
+                message: format!(
+                    "{scheme}:// URLs are not read yet (object storage is in progress); copy or mount the data and pass its local path"
+                ),
+            });
+            continue;
+        }
         let empty = if arg.is_dir() {
             found.walk(arg);
             // A gate must not pass a directory it found nothing to check in.
@@ -317,4 +326,12 @@ fn image_folders(args: &[PathBuf]) -> Discovered {
     errors.extend(errs);
     sort(&mut files);
     Discovered { files, errors, notes }
+}
+
+/// The scheme of a PATH written as an object-storage or web URL, which is
+/// refused by name rather than reported as a missing file.
+fn object_storage_scheme(path: &str) -> Option<&'static str> {
+    let (scheme, _) = path.split_once("://")?;
+    const SCHEMES: [&str; 10] = ["s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "http", "https", "hf"];
+    SCHEMES.iter().find(|s| s.eq_ignore_ascii_case(scheme)).copied()
 }
