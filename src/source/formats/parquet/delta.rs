@@ -12,6 +12,7 @@
 //! Nothing is allocated from a header's counts: the miniblock bit widths are
 //! read where they lie in the page.
 
+use super::thrift::uleb128;
 use crate::source::ReadError;
 
 #[derive(Debug)]
@@ -165,20 +166,7 @@ impl Delta {
     }
 
     fn varint(&mut self, data: &[u8], what: &str) -> Result<u64, ReadError> {
-        let mut v = 0u64;
-        let mut shift = 0;
-        loop {
-            if self.pos >= self.end || shift > 63 {
-                return Err(bad(what));
-            }
-            let b = data[self.pos];
-            self.pos += 1;
-            v |= u64::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
+        uleb128(data, &mut self.pos, self.end).map_err(|_| bad(what))
     }
 
     fn zigzag(&mut self, data: &[u8], what: &str) -> Result<i64, ReadError> {
@@ -205,19 +193,8 @@ fn unpack(data: &[u8], bit: usize, w: usize) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::thrift::push_uleb128 as varint;
     use super::*;
-
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
-    }
 
     fn zz(v: i64) -> u64 {
         ((v << 1) ^ (v >> 63)) as u64

@@ -11,6 +11,7 @@
 //! run is only ever consumed as far as the caller asks and the bytes go;
 //! nothing is allocated from a claimed count.
 
+use super::thrift::{Bad, uleb128};
 use crate::source::ReadError;
 
 /// Values decoded from a bit-packed run at a time.
@@ -156,23 +157,10 @@ impl Hybrid {
         if self.mode != Mode::Hybrid {
             return Err(end());
         }
-        let mut header = 0u64;
-        let mut shift = 0;
-        loop {
-            if self.pos >= self.end {
-                return Err(end());
-            }
-            let b = data[self.pos];
-            self.pos += 1;
-            if shift > 63 {
-                return Err(ReadError::new("an RLE run header overflows"));
-            }
-            header |= u64::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
+        let header = uleb128(data, &mut self.pos, self.end).map_err(|e| match e {
+            Bad::Short => end(),
+            Bad::Corrupt(_) => ReadError::new("an RLE run header overflows"),
+        })?;
         let count = usize::try_from(header >> 1).unwrap_or(usize::MAX);
         if header & 1 == 0 {
             // A repeated value in ceil(width / 8) bytes, little-endian.

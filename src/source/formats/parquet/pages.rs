@@ -826,24 +826,13 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::thrift::push_uleb128 as varint;
     use super::super::thrift::*;
     use super::*;
 
     /// A compact-protocol writer for hand-made headers.
     fn field(out: &mut Vec<u8>, delta: u8, ty: u8) {
         out.push(delta << 4 | ty);
-    }
-
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
     }
 
     fn i32f(out: &mut Vec<u8>, delta: u8, v: i32) {
