@@ -10,7 +10,10 @@
 //! and cannot be set back by a user), and a hash of its first and last
 //! 64 KiB (where formats keep their headers and footers). A file whose
 //! identity differs is checked again; a stale pass would need a change that
-//! keeps all of that, which an ordinary write cannot. Files whose check met
+//! keeps all of that, which an ordinary write cannot. A mask paired with
+//! images (`pair_with`) adds what pairing found for it (its image's name and
+//! size, several images, or none; for an image without a mask, that) to
+//! its identity. Files whose check met
 //! an error are not kept (the next run tries them again). Entries are JSON
 //! partial results (as `--partial` writes them), written to a temporary
 //! file and renamed, so readers never see half an entry; a damaged entry is
@@ -61,7 +64,21 @@ pub fn scan_cached_stats(
         files
             .par_iter()
             .map(|f| {
-                let entry = file_key(f).map(|k| folder.join(format!("{k}.json")));
+                // A paired mask's result also depends on its image's size
+                // (or on the image's absence): part of the key.
+                let pair = opts
+                    .pairing
+                    .as_ref()
+                    .map(|p| p.identity(&f.display))
+                    .unwrap_or_default();
+                let entry = file_key(f).map(|k| {
+                    let k = if pair.is_empty() {
+                        k
+                    } else {
+                        format!("{:032x}", XxHash3_128::oneshot(format!("{k}\n{pair}").as_bytes()))
+                    };
+                    folder.join(format!("{k}.json"))
+                });
                 if let Some(hit) = entry.as_deref().and_then(|e| read_entry(e, validator)) {
                     return (hit, true);
                 }

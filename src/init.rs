@@ -209,7 +209,7 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             .filter(|m| m.num_labels().is_some_and(|n| n > 1))
             .map(|m| format!("{{hf_config: {}, key: num_labels}}", yaml_str(&m.dir)));
         out.push_str("  pixels:\n");
-        for l in masks.render(head) {
+        for l in masks.render(head, masks::sibling_images(paths)) {
             let _ = writeln!(out, "    {l}");
         }
     }

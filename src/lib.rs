@@ -43,6 +43,7 @@ pub mod cli;
 pub mod error;
 pub mod filter;
 pub mod init;
+pub mod pairing;
 mod pixels;
 pub mod progress;
 pub mod report;
@@ -94,14 +95,25 @@ pub fn check(plan: &Plan) -> Report {
 /// partial result (to write with `--partial` for a merge elsewhere). A
 /// schema that cannot be used gives the failed report instead.
 pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
-    let (validator, files, discover_errors, notes) = prepare_noted(plan)?;
-    let mut partial = match &plan.scan.cache {
+    let (validator, mut files, discover_errors, notes, paths) = prepare_noted(plan)?;
+    // Masks paired with images: images without a mask join the files.
+    let mut opts = plan.scan.clone();
+    let mut pair_errors = Vec::new();
+    if let Some(mut pairing) = pairing::Pairing::build(&validator, &files, &paths, true) {
+        files.extend(pairing.orphan_files());
+        files.sort_by(|a, b| a.display.cmp(&b.display));
+        files.dedup_by(|a, b| a.display == b.display);
+        pair_errors = std::mem::take(&mut pairing.errors);
+        opts.pairing = Some(std::sync::Arc::new(pairing));
+    }
+    let mut partial = match &opts.cache {
         // Spilled violations need every file read: the cache does not apply.
-        Some(dir) if plan.scan.violations.is_none() => cache::scan_cached(&validator, &files, &plan.scan, dir),
-        _ => scan::scan(&validator, &files, &plan.scan),
+        Some(dir) if opts.violations.is_none() => cache::scan_cached(&validator, &files, &opts, dir),
+        _ => scan::scan(&validator, &files, &opts),
     };
     // Errors of paths that matched nothing join the scan's, in file order.
     partial.add_errors(discover_errors);
+    partial.add_errors(pair_errors);
     partial.add_notes(notes);
     Ok((validator, partial))
 }
@@ -112,7 +124,14 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
 pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
     let (validator, paths) = schema_and_paths(plan)?;
     let hints = source::Hints::from_schema(validator.schema());
-    Ok((validator, plan_paths_with(&paths, split_bytes, &hints)))
+    let mut units = plan_paths_with(&paths, split_bytes, &hints);
+    // A mask's pair_with folder is found from the PATH it came from.
+    if validator.schema().columns.iter().any(|c| c.pair_with().is_some()) {
+        for u in &mut units {
+            u.root = pairing::root_of(&u.path, &paths);
+        }
+    }
+    Ok((validator, units))
 }
 
 /// The units of work for `paths`: each file, and each unit of files of at
@@ -134,6 +153,7 @@ pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hint
         bytes: 0,
         error: Some(e.message()),
         class: None,
+        root: None,
     }));
     units
 }
@@ -143,15 +163,16 @@ pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hint
 pub(crate) fn prepare(
     plan: &Plan,
 ) -> Result<(Validator, Vec<source::layouts::discover::DataFile>, Vec<ErrorEntry>), Report> {
-    prepare_noted(plan).map(|(v, f, e, _)| (v, f, e))
+    prepare_noted(plan).map(|(v, f, e, _, _)| (v, f, e))
 }
 
-/// The files, errors and layout warnings of a plan (see [`prepare`]).
+/// The files, errors, layout warnings and PATHs of a plan (see [`prepare`]).
 type Prepared = (
     Validator,
     Vec<source::layouts::discover::DataFile>,
     Vec<ErrorEntry>,
     Vec<ErrorEntry>,
+    Vec<PathBuf>,
 );
 
 /// [`prepare`] with the layout's warnings (an image folder's hidden class),
@@ -174,6 +195,7 @@ fn prepare_noted(plan: &Plan) -> Result<Prepared, Report> {
         found.files,
         found.errors.iter().map(ErrorEntry::from).collect(),
         notes,
+        paths,
     ))
 }
 

@@ -29,6 +29,7 @@ use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Float32Type, Int16Type, Int32Type, UInt8Type, UInt16Type};
 
 use crate::check::{Validator, Verdict};
+use crate::pairing::Pair;
 use crate::report::{Spot, Tally, Value};
 use crate::schema::{Decode, PixelSpec};
 use crate::source::formats::image::{self, IMAGE_FIELD, Image, Mode, Samples};
@@ -37,7 +38,8 @@ use crate::source::formats::image::{self, IMAGE_FIELD, Image, Mode, Samples};
 /// (the kernels then check the rest as usual). `positions[ci]` is schema
 /// column ci's index in `batch`. Returns the images that could not be
 /// decoded, as (row within the file, whether the batch is an image file,
-/// message).
+/// message). `pair` is what `pair_with` found for an image file's mask.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn check_batch(
     validator: &Validator,
     batch: &RecordBatch,
@@ -45,6 +47,7 @@ pub(crate) fn check_batch(
     columns: &mut [Option<ArrayRef>],
     file: usize,
     first_row: u64,
+    pair: Option<&Pair>,
     tally: &mut Tally,
 ) -> Vec<(u64, bool, String)> {
     let mut errors = Vec::new();
@@ -73,9 +76,11 @@ pub(crate) fn check_batch(
                 continue;
             }
         }
+        // Pairing judges image files, whose one row is the mask.
+        let pair = pair.filter(|_| whole_file);
         for i in 0..array.len() {
             let row = first_row + i as u64;
-            if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, tally) {
+            if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, pair, tally) {
                 errors.push((row, whole_file, e));
             }
         }
@@ -163,6 +168,7 @@ fn check_row(
     i: usize,
     file: usize,
     row: u64,
+    pair: Option<&Pair>,
     tally: &mut Tally,
 ) -> Result<(), String> {
     let col = validator.column_check(ci);
@@ -176,6 +182,63 @@ fn check_row(
     if img.width == 0 || img.height == 0 {
         return Err(format!("the image is {}x{}: it has no pixels", img.width, img.height));
     }
+    if let Some(pair) = pair {
+        crate::pairing::check_mask(
+            validator,
+            ci,
+            pair,
+            (img.width as u64, img.height as u64),
+            file,
+            row,
+            tally,
+        );
+    }
+    check_image(validator, ci, spec, img, file, row, tally)
+}
+
+thread_local! {
+    /// Whether 8/16-bit planes are judged from their histogram (the fused
+    /// path) where the kernel's other rules do not apply; tests turn it off
+    /// to compare with the generic path.
+    static FUSED: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// The last 8-bit plane's buffer, for the next image's decode.
+    static SPARE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest plane buffer kept for reuse (a 4096 x 4096 mask).
+const SPARE_MAX: usize = 16 << 20;
+
+/// A buffer of `len` zero bytes, reusing the last plane's allocation.
+pub(crate) fn zeroed(len: usize) -> Vec<u8> {
+    let mut v = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    v.clear();
+    v.resize(len, 0);
+    v
+}
+
+/// Whether the histogram alone can stand in for the check kernel on column
+/// `ci`: the kernel adds nothing beyond the value rule (no length rules, no
+/// tokenizer band, no stored-type evidence of `index` columns).
+fn fusable(validator: &Validator, ci: usize) -> bool {
+    let spec = &validator.column_check(ci).spec;
+    FUSED.with(|f| f.get())
+        && !spec.has_length_rules()
+        && spec.tokenizer_size.is_none()
+        && spec.eod_id.is_none()
+        && !matches!(spec.values, crate::schema::ValueRule::Index { .. })
+}
+
+/// Checks one decoded image of column `ci` (file `file`, row `row`).
+fn check_image(
+    validator: &Validator,
+    ci: usize,
+    spec: &PixelSpec,
+    img: Image,
+    file: usize,
+    row: u64,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let col = validator.column_check(ci);
     let slot = col.slots.value;
     {
         let ev = &mut tally.checks[slot].evidence.pixels;
@@ -193,13 +256,28 @@ fn check_row(
     let (width, height) = (img.width, img.height);
     let plane = plane(img, spec)?;
     let judge = |v: i128| validator.column_check(ci).judge_int(v);
+    // 8/16-bit planes: the histogram judges every pixel; the kernel runs
+    // only where it checks more than the value rule.
+    let fused = fusable(validator, ci).then_some(Judged { col, file, row });
     let array: ArrayRef = match plane {
         Plane::U8(v) => {
-            let mut hist = [0u64; 256];
-            for &p in &v {
-                hist[p as usize] += 1;
+            // Most masks hold no bad value: which values occur is then all
+            // the histogram is needed for, and finding that out is cheaper.
+            let seen = presence_u8(&v);
+            let clean = seen
+                .iter()
+                .enumerate()
+                .all(|(x, &n)| n == 0 || judge(x as i128) == Verdict::Ok);
+            let hist = if clean { seen } else { histogram_u8(&v) };
+            note_histogram(&hist, false, &judge, &v, width, tally, slot, fused);
+            if fused.is_some() {
+                // Kept for the next decode (a bounded size: one huge image
+                // does not stay allocated).
+                if v.capacity() <= SPARE_MAX {
+                    SPARE.with(|s| *s.borrow_mut() = v);
+                }
+                return Ok(());
             }
-            note_histogram(&hist, false, &judge, &v, width, tally, slot);
             pixel_rows::<UInt8Type>(v, width, height)?
         }
         Plane::U16(v, stored16) => {
@@ -207,7 +285,10 @@ fn check_row(
             for &p in &v {
                 hist[p as usize] += 1;
             }
-            note_histogram(&hist, stored16, &judge, &v, width, tally, slot);
+            note_histogram(&hist, stored16, &judge, &v, width, tally, slot, fused);
+            if fused.is_some() {
+                return Ok(());
+            }
             pixel_rows::<UInt16Type>(v, width, height)?
         }
         Plane::I16(v) => {
@@ -332,7 +413,84 @@ fn plane(img: Image, spec: &PixelSpec) -> Result<Plane, String> {
     Ok(plane)
 }
 
-/// Pixel counts and hint evidence from one image's histogram.
+/// Where a plane judged by its histogram sits, for what the kernel would
+/// have recorded.
+#[derive(Clone, Copy)]
+struct Judged<'a> {
+    col: &'a crate::check::ColumnCheck,
+    file: usize,
+    row: u64,
+}
+
+/// The histogram of an 8-bit plane. Masks are runs of one value, and one
+/// counter incremented pixel after pixel would wait on its own store each
+/// time: eight pixels of one value (one compare of a word) add to a run
+/// counter held in a register, other words go to four partial histograms.
+/// Which values occur in `v`, as a histogram whose counts are 1 for every
+/// value present: enough for a plane without a bad value, where no count is
+/// reported and only presence is asked (`note_histogram` with nothing bad).
+/// A store per pixel, not the histogram's read-add-write.
+fn presence_u8(v: &[u8]) -> [u64; 256] {
+    const SPLAT: u64 = 0x0101_0101_0101_0101;
+    let mut seen = [0u8; 256];
+    let mut words = v.chunks_exact(8);
+    // A word like the one before it adds nothing (masks are mostly runs).
+    let mut last = None;
+    for c in &mut words {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        if last == Some(w) {
+            continue;
+        }
+        last = Some(w);
+        if w == u64::from(c[0]) * SPLAT {
+            seen[c[0] as usize] = 1;
+        } else {
+            for &p in c {
+                seen[p as usize] = 1;
+            }
+        }
+    }
+    for &p in words.remainder() {
+        seen[p as usize] = 1;
+    }
+    seen.map(u64::from)
+}
+
+fn histogram_u8(v: &[u8]) -> [u64; 256] {
+    const SPLAT: u64 = 0x0101_0101_0101_0101;
+    // u32 partials: an image has fewer than 2^32 pixels (MAX_PIXELS).
+    let mut part = [[0u32; 256]; 4];
+    let (mut run, mut count) = (0u8, 0u32);
+    let mut words = v.chunks_exact(8);
+    for c in &mut words {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        if w == u64::from(run) * SPLAT {
+            count += 8;
+        } else if w == u64::from(c[0]) * SPLAT {
+            part[0][run as usize] += count;
+            (run, count) = (c[0], 8);
+        } else {
+            for q in c.chunks_exact(4) {
+                part[0][q[0] as usize] += 1;
+                part[1][q[1] as usize] += 1;
+                part[2][q[2] as usize] += 1;
+                part[3][q[3] as usize] += 1;
+            }
+        }
+    }
+    part[0][run as usize] += count;
+    for &p in words.remainder() {
+        part[0][p as usize] += 1;
+    }
+    std::array::from_fn(|i| part.iter().map(|h| u64::from(h[i])).sum())
+}
+
+/// Pixel counts and hint evidence from one image's histogram; with
+/// `fused`, also everything the check kernel records for the plane (the
+/// kernel then does not run): violations, the bad values' evidence, the
+/// smallest value, examples and logged violations at their (x, y) in scan
+/// order, so reports are the same byte for byte.
+#[allow(clippy::too_many_arguments)]
 fn note_histogram<T: Copy + Into<u32>>(
     hist: &[u64],
     stored16: bool,
@@ -341,23 +499,32 @@ fn note_histogram<T: Copy + Into<u32>>(
     width: usize,
     tally: &mut Tally,
     slot: usize,
+    fused: Option<Judged>,
 ) {
-    let ev = &mut tally.checks[slot].evidence.pixels;
     let present = || hist.iter().enumerate().filter(|(_, n)| **n > 0);
-    if hist.get(255).is_some_and(|&n| n > 0) && present().all(|(v, _)| v == 0 || v == 255) {
-        ev.binary_255 += 1;
-    }
-    if stored16 && hist[256.min(hist.len())..].iter().any(|&n| n > 0) {
-        ev.wide16 += 1;
+    {
+        let ev = &mut tally.checks[slot].evidence.pixels;
+        if hist.get(255).is_some_and(|&n| n > 0) && present().all(|(v, _)| v == 0 || v == 255) {
+            ev.binary_255 += 1;
+        }
+        if stored16 && hist[256.min(hist.len())..].iter().any(|&n| n > 0) {
+            ev.wide16 += 1;
+        }
     }
     let bad: Vec<usize> = present()
         .filter(|(v, _)| judge(*v as i128) != Verdict::Ok)
         .map(|(v, _)| v)
         .collect();
+    if let Some(f) = fused {
+        kernel_evidence(hist, &bad, f, &mut tally.checks[slot]);
+    }
     if bad.is_empty() {
         return;
     }
-    ev.count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
+    tally.checks[slot]
+        .evidence
+        .pixels
+        .count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
     // Boundary pixels: a bad value strictly between its two neighbours
     // (left/right or above/below), as interpolation makes them.
     let mut is_bad = vec![false; hist.len()];
@@ -365,19 +532,92 @@ fn note_histogram<T: Copy + Into<u32>>(
         is_bad[v] = true;
     }
     let at = |i: usize| values[i].into();
-    for (i, &v) in values.iter().enumerate() {
+    let (mut located, mut boundary) = (0, 0);
+    // Runs of one good value (most of a mask) are skipped eight at a time.
+    let runs = values.chunks(8).enumerate().filter(|(_, c)| {
+        let first: u32 = c[0].into();
+        is_bad[first as usize] || c.iter().any(|&x| x.into() != first)
+    });
+    let pixels = runs.flat_map(|(k, c)| c.iter().enumerate().map(move |(j, &v)| (8 * k + j, v)));
+    for (i, v) in pixels {
         let v: u32 = v.into();
         if !is_bad[v as usize] {
             continue;
         }
-        ev.located += 1;
+        located += 1;
         let x = i % width;
         let between = |a: u32, b: u32| (a < v && v < b) || (b < v && v < a);
         let horizontal = x > 0 && x + 1 < width && between(at(i - 1), at(i + 1));
         let vertical = i >= width && i + width < values.len() && between(at(i - width), at(i + width));
         if horizontal || vertical {
-            ev.boundary += 1;
+            boundary += 1;
         }
+        if let Some(f) = fused {
+            // The kernel's examples and log: every bad pixel in scan order.
+            let check = &mut tally.checks[slot];
+            let wanted = check.examples.len() < tally.max_examples;
+            if !wanted && tally.log.is_none() {
+                continue;
+            }
+            let spot = Spot {
+                row: f.row,
+                pos: Some(x as u64),
+                parent: Some((i / width) as u64),
+            };
+            if wanted {
+                check.examples.push(crate::report::Example {
+                    file: f.file,
+                    row: f.row,
+                    value: Value::Int(v.into()),
+                    xy: spot.xy(),
+                });
+            }
+            if let Some(log) = tally.log.as_mut() {
+                log.push(crate::report::Logged {
+                    check: slot,
+                    file: f.file,
+                    spot,
+                    value: Value::Int(v.into()),
+                });
+            }
+        }
+    }
+    let ev = &mut tally.checks[slot].evidence.pixels;
+    ev.located += located;
+    ev.boundary += boundary;
+}
+
+/// What the integer kernel records of a plane besides examples, from its
+/// histogram: the violation count, each bad value's evidence, and (class
+/// rules) the smallest value other than `ignore_index`, computed as the
+/// kernel computes it in the plane's own type (the ignored value reads as
+/// the type's largest).
+fn kernel_evidence(hist: &[u64], bad: &[usize], f: Judged, check: &mut crate::report::CheckTally) {
+    check.violations += bad.iter().map(|&v| hist[v]).sum::<u64>();
+    for &v in bad {
+        check.evidence.bad_whole(v as i128);
+    }
+    let Some(iv) = f.col.interval.filter(|_| f.col.tracks_min()) else {
+        return;
+    };
+    let top = hist.len() - 1;
+    let extra = iv.extra.and_then(|x| usize::try_from(x).ok()).filter(|&x| x <= top);
+    let smallest = hist
+        .iter()
+        .enumerate()
+        .find(|&(v, &n)| n > 0 && Some(v) != extra)
+        .map(|(v, _)| v);
+    let extra_seen = extra.is_some_and(|x| hist[x] > 0);
+    let m = match smallest {
+        Some(m) if extra_seen => Some(m.min(top)),
+        Some(m) => Some(m),
+        None if extra_seen => Some(top),
+        None => None,
+    };
+    if let Some(m) = m
+        && (extra.is_none() || Some(m) != extra)
+    {
+        check.evidence.seen_min(m as i128);
     }
 }
 
@@ -622,6 +862,103 @@ mod tests {
                 all = e.pixels;
             }
             assert_eq!(all.counts, want);
+        }
+    }
+
+    /// The fused path (histogram standing in for the kernel) records
+    /// exactly what the generic path (kernel over the Arrow plane) records:
+    /// random 8- and 16-bit planes, under rules of every shape, with and
+    /// without a violation log, few and many examples.
+    #[test]
+    fn histogram_path_records_what_the_kernel_records() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let columns = [
+            "{kind: class, num_classes: 150, ignore_index: 255}",
+            "{kind: class, num_classes: 3}",
+            "{kind: class, num_classes: 2, ignore_index: 0}",
+            "{kind: class, num_classes: 5, ignore_index: 70000}",
+            "{kind: class, num_classes: 1, ignore_index: 255, reduce_zero_label: true}",
+            "{kind: values, allowed: [0, 2, 7, 255]}",
+            "{kind: range, min: 1, max: 200}",
+            "{kind: class, num_classes: 40000, ignore_index: 65535}",
+        ];
+        let mut runner = TestRunner::new(Config {
+            cases: 64,
+            ..Config::default()
+        });
+        let strategy = (
+            0..columns.len(),
+            1usize..24,
+            1usize..24,
+            any::<bool>(),
+            any::<bool>(),
+            0usize..6,
+            proptest::collection::vec(any::<u16>(), 24 * 24),
+            any::<u8>(),
+        );
+        runner
+            .run(&strategy, |(c, w, h, wide, log, examples, raw, spread)| {
+                let s = schema(columns[c]).unwrap();
+                let validator = Validator::new(s, examples);
+                let spec = validator.schema().columns[0].pixels.clone().unwrap_or_default();
+                // Few distinct values (as masks), or any value.
+                let n = w * h;
+                let pick = |r: u16| {
+                    let few = [0u16, 1, 2, 3, 7, 150, 200, 255, 256, 300, 40000, 65535];
+                    if spread < 128 { few[r as usize % few.len()] } else { r }
+                };
+                // Runs of one value (as masks have), or a value per pixel.
+                let at = |i: usize| if spread % 2 == 0 { raw[i / 11] } else { raw[i] };
+                let samples = if wide {
+                    Samples::U16((0..n).map(|i| pick(at(i))).collect())
+                } else {
+                    Samples::U8((0..n).map(|i| pick(at(i)) as u8).collect())
+                };
+                let img = Image {
+                    width: w,
+                    height: h,
+                    mode: if wide { Mode::I16 } else { Mode::L },
+                    samples,
+                    palette: Vec::new(),
+                    kind: image::Kind::Png,
+                    stored_bits: if wide { 16 } else { 8 },
+                };
+                let run = |fused: bool| {
+                    FUSED.with(|f| f.set(fused));
+                    let mut tally = validator.tally();
+                    if log {
+                        tally.log = Some(Vec::new());
+                    }
+                    let r = check_image(&validator, 0, &spec, img.clone(), 3, 9, &mut tally);
+                    FUSED.with(|f| f.set(true));
+                    (r, tally)
+                };
+                let (generic, fused) = (run(false), run(true));
+                prop_assert_eq!(&generic, &fused);
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn the_split_histogram_counts_every_pixel() {
+        let runs = |n: usize| (0..n).map(|i| [0u8, 7, 255][(i / 13) % 3]).collect::<Vec<u8>>();
+        for (n, blocky) in [0usize, 1, 3, 4, 5, 8, 9, 1000, 1003, 4099]
+            .iter()
+            .flat_map(|&n| [(n, false), (n, true)])
+        {
+            let v: Vec<u8> = if blocky {
+                runs(n)
+            } else {
+                (0..n).map(|i| (i * 7 % 256) as u8).collect()
+            };
+            let mut want = [0u64; 256];
+            for &p in &v {
+                want[p as usize] += 1;
+            }
+            assert_eq!(histogram_u8(&v), want, "{n}");
+            assert_eq!(presence_u8(&v), want.map(|c| u64::from(c > 0)), "{n}");
         }
     }
 

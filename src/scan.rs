@@ -29,6 +29,8 @@ pub struct ScanOptions {
     pub violations: Option<std::sync::Arc<crate::violations::Spill>>,
     /// A result cache folder (`--cache`): unchanged files are not read.
     pub cache: Option<std::path::PathBuf>,
+    /// Masks paired with images (`pair_with`), decided before the scan.
+    pub pairing: Option<std::sync::Arc<crate::pairing::Pairing>>,
 }
 
 /// A file opened and bound to the schema.
@@ -83,10 +85,27 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
         progress.finish();
         return partial;
     }
-    let opened: Vec<(Option<Opened>, Vec<Error>)> = files.par_iter().map(|f| open(validator, f)).collect();
+    // An image without a mask (`pair_with`) is a file of the run that is
+    // not read: its one unit records the violation.
+    let pairing = opts.pairing.as_deref();
+    let orphan = |f: &DataFile| pairing.is_some_and(|p| p.orphan(&f.display));
+    let opened: Vec<(Option<Opened>, Vec<Error>)> = files
+        .par_iter()
+        .map(|f| {
+            if orphan(f) {
+                (None, Vec::new())
+            } else {
+                open(validator, f)
+            }
+        })
+        .collect();
     let mut opened = opened;
     let mut units: Vec<(usize, usize)> = Vec::new();
     for (fi, (o, errors)) in opened.iter_mut().enumerate() {
+        if orphan(&files[fi]) {
+            units.push((fi, 0));
+            continue;
+        }
         let Some(o) = o else { continue };
         let n = o.source.units();
         match only.get(fi).and_then(|o| o.as_ref()) {
@@ -112,8 +131,11 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
     let results: Vec<(Tally, Vec<Error>)> = units
         .par_iter()
         .map(|&(fi, unit)| {
-            let out = match &opened[fi].0 {
-                Some(o) if !CANCELLED.load(Ordering::Relaxed) => check_unit(validator, o, &files[fi], fi, unit, opts),
+            let out = match (&opened[fi].0, pairing) {
+                (Some(o), _) if !CANCELLED.load(Ordering::Relaxed) => {
+                    check_unit(validator, o, &files[fi], fi, unit, opts)
+                }
+                (None, Some(p)) if orphan(&files[fi]) => check_orphan(validator, p, &files[fi], fi, unit, opts),
                 _ => (validator.tally(), Vec::new()),
             };
             progress.inc();
@@ -137,7 +159,8 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
         }
     }
     let notes = opened.iter().zip(files).flat_map(|((o, _), f)| {
-        let notes = o.as_ref().map(|o| o.source.notes()).unwrap_or_default();
+        let mut notes = o.as_ref().map(|o| o.source.notes()).unwrap_or_default();
+        notes.extend(pairing.and_then(|p| p.note(&f.display)));
         notes.into_iter().map(|message| ErrorEntry {
             file: Some(f.display.clone()),
             message,
@@ -169,6 +192,10 @@ pub struct WorkUnit {
     /// For an image of an image folder: (class index, class name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<(i64, String)>,
+    /// The directory PATH the file was found under (where a `pair_with`
+    /// folder is resolved from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<std::path::PathBuf>,
 }
 
 /// Splits `files` into units of work: a file of at least `split_bytes`
@@ -199,6 +226,7 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
                 bytes,
                 error: None,
                 class: f.label.as_ref().map(|l| (l.index, l.class.to_string())),
+                root: None,
             };
             let list: Vec<WorkUnit> = if whole {
                 vec![make(None)]
@@ -251,7 +279,15 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
     order.sort_by(|&a, &b| files[a].display.cmp(&files[b].display));
     let files: Vec<DataFile> = order.iter().map(|&i| files[i].clone()).collect();
     let only: Vec<Option<Vec<usize>>> = order.iter().map(|&i| only[i].clone()).collect();
-    let mut partial = scan_selected(validator, &files, &only, opts);
+    // Masks pair with images (each unit's own; images without a mask need
+    // the whole run's masks and are left to it).
+    let mut opts = opts.clone();
+    let roots: Vec<std::path::PathBuf> = units.iter().filter_map(|u| u.root.clone()).collect();
+    if let Some(mut pairing) = crate::pairing::Pairing::build(validator, &files, &roots, false) {
+        unmatched.append(&mut pairing.errors);
+        opts.pairing = Some(std::sync::Arc::new(pairing));
+    }
+    let mut partial = scan_selected(validator, &files, &only, &opts);
     partial.add_errors(unmatched);
     partial
 }
@@ -303,6 +339,35 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
     )
 }
 
+/// The one unit of an image without a mask: its violation, spilled with
+/// `--violations-out` as every other.
+fn check_orphan(
+    validator: &Validator,
+    pairing: &crate::pairing::Pairing,
+    file: &DataFile,
+    fi: usize,
+    unit: usize,
+    opts: &ScanOptions,
+) -> (Tally, Vec<Error>) {
+    let mut tally = validator.tally();
+    let mut spill = opts.violations.as_ref().map(|s| s.unit(fi, unit));
+    if spill.is_some() {
+        tally.log = Some(Vec::new());
+    }
+    pairing.check_orphan(validator, &file.display, fi, &mut tally);
+    let mut errors = Vec::new();
+    if let (Some(mut spill), Some(log)) = (spill.take(), tally.log.as_mut()) {
+        let written = spill.write_before(log, None).and_then(|()| spill.finish());
+        if let Err(e) = written {
+            errors.push(Error::Read {
+                path: file.display.clone(),
+                source: source::ReadError::new(format!("cannot spill violations: {e}")),
+            });
+        }
+    }
+    (tally, errors)
+}
+
 fn check_unit(
     validator: &Validator,
     o: &Opened,
@@ -312,6 +377,7 @@ fn check_unit(
     opts: &ScanOptions,
 ) -> (Tally, Vec<Error>) {
     let full_scan = opts.full_scan;
+    let pair = opts.pairing.as_deref().and_then(|p| p.pair(&file.display));
     let mut tally = validator.tally();
     let mut errors: Vec<Error> = Vec::new();
     let mut spill = opts.violations.as_ref().map(|s| s.unit(fi, unit));
@@ -376,6 +442,7 @@ fn check_unit(
                 &mut columns,
                 fi,
                 batch.first_row,
+                pair,
                 &mut tally,
             );
             for (row, whole_file, message) in undecoded {

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use preflight::source;
 
-const EXTENSIONS: [&str; 24] = [
+const EXTENSIONS: [&str; 25] = [
     "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
-    "png", "tif", "bmp", "jpg", "webp", "json", "txt", "tar", "tar.gz", "tfrecord", "tfrecord.gz",
+    "png", "tif", "bmp", "jpg", "webp", "json", "txt", "tar", "tar.gz", "tfrecord", "tfrecord.gz", "gif",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -78,6 +78,13 @@ fuzz_target!(|data: &[u8]| {
             path
         }
     };
+    // An image's size from its header alone (`pair_with`), guarded as
+    // pairing reads it; GIF is read by nothing else.
+    if matches!(ext, "png" | "tif" | "bmp" | "jpg" | "webp" | "gif") {
+        let _ = source::guarded(|| {
+            source::formats::image::header::size_of_file(&path).map_err(source::ReadError::new)
+        });
+    }
     // As the scanner does: open and read under the file boundary's guard.
     // Raw token files take their dtype from the schema.
     let hints = source::Hints {

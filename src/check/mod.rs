@@ -37,6 +37,7 @@ pub(crate) struct Slots {
     pub min_length: Option<usize>,
     pub same_length_as: Option<usize>,
     pub empty_document: Option<usize>,
+    pub pair_with: Option<usize>,
 }
 
 /// The valid whole numbers of a rule: `lo..=hi` plus `extra`.
@@ -271,6 +272,7 @@ impl Validator {
             let min_length = spec.min_length.map(|_| slot(Rule::MinLength));
             let same_length_as = spec.same_length_as.map(|_| slot(Rule::SameLengthAs));
             let empty_document = spec.eod_id.map(|_| slot(Rule::EmptyDocument));
+            let pair_with = spec.pair_with().map(|_| slot(Rule::PairWith));
             let slots = Slots {
                 empty_document,
                 value,
@@ -280,6 +282,7 @@ impl Validator {
                 max_length,
                 min_length,
                 same_length_as,
+                pair_with,
             };
             columns.push(ColumnCheck::new(spec.clone(), slots));
         }
@@ -454,8 +457,16 @@ impl Validator {
             .map(|c| batch.schema_ref().index_of(&c.spec.name).ok())
             .collect();
         let mut cols: Vec<Option<ArrayRef>> = positions.iter().map(|p| p.map(|p| batch.column(p).clone())).collect();
-        let undecoded =
-            crate::pixels::check_batch(self, batch, &positions, &mut cols, 0, first_row, &mut partial.tally);
+        let undecoded = crate::pixels::check_batch(
+            self,
+            batch,
+            &positions,
+            &mut cols,
+            0,
+            first_row,
+            None,
+            &mut partial.tally,
+        );
         for (row, _, message) in undecoded {
             partial.errors.push(ErrorEntry::from(&crate::Error::Read {
                 path: file.to_string(),

@@ -124,6 +124,7 @@ fn check_files(a: &CheckArgs, schema: std::path::PathBuf) -> (Report, Option<ser
             progress: !a.no_progress && std::io::stderr().is_terminal(),
             violations: spill.clone(),
             cache: a.cache.clone(),
+            pairing: None,
         },
     };
     let (validator, mut partial) = match crate::check_partial(&plan) {

@@ -91,8 +91,9 @@ impl MaskProfile {
     }
 
     /// The proposed `pixels` column, as schema lines (indented by the
-    /// caller). `num_labels` is the model's reference, when it has a head.
-    pub(super) fn render(&self, num_labels: Option<String>) -> Vec<String> {
+    /// caller). `num_labels` is the model's reference, when it has a head;
+    /// `images` the image folder found beside the masks ([`sibling_images`]).
+    pub(super) fn render(&self, num_labels: Option<String>, images: Option<String>) -> Vec<String> {
         let mut lines = vec!["kind: class".to_string()];
         let modes: Vec<&str> = self.modes.iter().copied().collect();
         let colour = self.modes.iter().any(|m| ["RGB", "RGBA", "LA"].contains(m));
@@ -132,6 +133,11 @@ impl MaskProfile {
             };
             lines.push(format!("decode: raw  # {what}"));
         }
+        if let Some(dir) = images {
+            lines.push(format!(
+                "pair_with: {dir}  # the image folder beside the masks: each mask needs one image of its size, each image a mask"
+            ));
+        }
         let mut warn = |s: String| lines.push(format!("# WARNING: {s}"));
         if self.binary_255 > 0 {
             warn(format!(
@@ -153,4 +159,34 @@ impl MaskProfile {
         }
         lines
     }
+}
+
+/// Image folder names looked for beside a mask folder.
+const IMAGE_DIRS: [&str; 4] = ["images", "imgs", "img", "JPEGImages"];
+
+/// The image folder of a mask folder PATH, relative to it, for
+/// `pair_with`: a sibling (`masks` and `images`: `../images`) or, in
+/// mmsegmentation's layout, the same split under a sibling
+/// (`annotations/training` and `images/training`: `../../images/training`).
+/// Only for one directory PATH (several would need several pairings).
+pub(super) fn sibling_images(paths: &[std::path::PathBuf]) -> Option<String> {
+    let [dir] = paths else { return None };
+    if !dir.is_dir() {
+        return None;
+    }
+    let dir = dir.canonicalize().ok()?;
+    let name = dir.file_name()?.to_str()?;
+    let parent = dir.parent()?;
+    let here = IMAGE_DIRS
+        .iter()
+        .find(|n| **n != name && parent.join(n).is_dir())
+        .map(|n| format!("../{n}"));
+    here.or_else(|| {
+        let grand = parent.parent()?;
+        let up = parent.file_name()?.to_str()?;
+        IMAGE_DIRS
+            .iter()
+            .find(|n| **n != up && grand.join(n).join(name).is_dir())
+            .map(|n| format!("../../{n}/{name}"))
+    })
 }

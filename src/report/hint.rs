@@ -212,6 +212,7 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
         ),
         (Rule::NotInteger, _) => Some("non-numbers (NaN, infinities or text) where whole numbers belong: a missing value turned into NaN, or a label column holding names (use `classes:`)".into()),
         (Rule::Null, _) => Some("missing values in a column without `nullable: true`: fill or drop those rows".into()),
+        (Rule::PairWith, _) => Some("a mask must cover its image pixel for pixel: one of another size fails the joint crop/flip transforms or the loss's shape check (resize masks with nearest-neighbour, never bilinear); an image without a mask, or a name with several images, fails mmsegmentation's and Pytorch-UNet's loaders".into()),
         _ => None,
     }
 }

@@ -424,6 +424,9 @@ pub struct CheckReport {
     pub pixel_counts: Option<Vec<(Value, u64)>>,
     /// The rule's bound in words, e.g. `0 <= v < 10, or v == -100`.
     pub bound: String,
+    /// Whether the violations count documents (the length rules of an
+    /// `eod_id` column, and empty documents) rather than rows or values.
+    pub documents: bool,
     /// Where referenced bounds came from.
     pub sources: Vec<(String, String)>,
     /// A likely cause, when the data shows one.
@@ -434,12 +437,9 @@ impl CheckReport {
     /// The check's result in one line, e.g. `3 values violate 0 <= v < 10`.
     pub fn headline(&self) -> String {
         let unit = match self.rule {
-            // Length rules of an `eod_id` column judge documents (its bound says so).
-            Rule::MaxLength | Rule::MinLength if self.bound.contains(" per document ") => {
-                plural(self.violations, "document", "documents")
-            }
+            _ if self.documents => plural(self.violations, "document", "documents"),
             Rule::MaxLength | Rule::MinLength | Rule::SameLengthAs => plural(self.violations, "row", "rows"),
-            Rule::EmptyDocument => plural(self.violations, "document", "documents"),
+            Rule::PairWith => plural(self.violations, "file", "files"),
             _ => plural(self.violations, "value", "values"),
         };
         let verb = if self.violations == 1 { "violates" } else { "violate" };
@@ -579,6 +579,8 @@ impl Report {
                         .collect(),
                     pixel_counts,
                     bound: describe_bound(schema, col, rule),
+                    documents: rule == Rule::EmptyDocument
+                        || (matches!(rule, Rule::MaxLength | Rule::MinLength) && spec.eod_id.is_some()),
                     sources: spec.bound_sources.clone(),
                     hint,
                 }
@@ -656,6 +658,20 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
             "no empty documents (two end-of-document ids {} in a row)",
             spec.eod_id.unwrap_or(0)
         ),
+        Rule::PairWith => {
+            let p = spec.pair_with().cloned().unwrap_or_default();
+            let mut s = format!(
+                "each mask has one image in `{}` of its width and height, each image a mask",
+                p.dir
+            );
+            if !p.mask_suffix.is_empty() || !p.image_suffix.is_empty() {
+                s += &format!(
+                    " (mask stem suffix `{}`, image stem suffix `{}`)",
+                    p.mask_suffix, p.image_suffix
+                );
+            }
+            s
+        }
         Rule::SameLengthAs => {
             let other = spec
                 .same_length_as
@@ -663,5 +679,37 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
                 .unwrap_or("");
             format!("as many elements as `{other}`, row by row")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_headline_counts_what_the_check_counts_whatever_its_bound_says() {
+        let report = |rule, documents| CheckReport {
+            column: "tokens".into(),
+            rule,
+            violations: 2,
+            examples: Vec::new(),
+            pixel_counts: None,
+            bound: "at most 9 tokens".into(),
+            documents,
+            sources: Vec::new(),
+            hint: None,
+        };
+        assert_eq!(
+            report(Rule::MaxLength, true).headline(),
+            "2 documents violate at most 9 tokens"
+        );
+        assert_eq!(
+            report(Rule::MaxLength, false).headline(),
+            "2 rows violate at most 9 tokens"
+        );
+        assert_eq!(
+            report(Rule::Null, false).headline(),
+            "2 values violate at most 9 tokens"
+        );
     }
 }

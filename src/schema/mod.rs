@@ -112,6 +112,9 @@ pub enum Rule {
     /// a document without a token: two end-of-document ids in a row
     /// (`eod_id` token streams).
     EmptyDocument,
+    /// a mask whose size differs from its image's, an image without a
+    /// mask, a mask with several images (`pair_with`).
+    PairWith,
 }
 
 impl Rule {
@@ -129,6 +132,7 @@ impl Rule {
             Rule::MinLength => "min_length",
             Rule::SameLengthAs => "same_length_as",
             Rule::EmptyDocument => "empty_document",
+            Rule::PairWith => "pair_with",
         }
     }
 }
@@ -237,6 +241,22 @@ pub struct PixelSpec {
     pub reduce_zero_label: bool,
     /// `colors:` RGB colour -> class (CamVid-style colour masks), as written.
     pub colors: Vec<([u8; 3], i128)>,
+    /// `pair_with:` the images these masks belong to (see [`crate::pairing`]).
+    pub pair_with: Option<PairSpec>,
+}
+
+/// `pair_with:` where a mask's image is: `dir` (relative to the folder the
+/// masks were found in), and the stem suffixes that differ between a mask
+/// and its image (mmsegmentation's `seg_map_suffix` / `img_suffix` without
+/// the extension, e.g. Cityscapes' `_gtFine_labelTrainIds` / `_leftImg8bit`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PairSpec {
+    /// The image folder, relative to the mask folder.
+    pub dir: String,
+    /// Ends every paired mask's stem; removed before matching.
+    pub mask_suffix: String,
+    /// Ends every image's stem; removed before matching.
+    pub image_suffix: String,
 }
 
 /// The reading of `decode:`.
@@ -316,6 +336,11 @@ pub const DTYPES: [&str; 11] = [
 ];
 
 impl ColumnSpec {
+    /// The column's `pair_with`, if set.
+    pub fn pair_with(&self) -> Option<&PairSpec> {
+        self.pixels.as_ref().and_then(|p| p.pair_with.as_ref())
+    }
+
     /// The rules reported for this column, in the SPEC's order.
     pub fn rules(&self) -> Vec<Rule> {
         let mut rules = vec![self.values.rule(), Rule::Null];
@@ -336,6 +361,9 @@ impl ColumnSpec {
         }
         if self.eod_id.is_some() {
             rules.push(Rule::EmptyDocument);
+        }
+        if self.pair_with().is_some() {
+            rules.push(Rule::PairWith);
         }
         rules
     }
@@ -453,6 +481,17 @@ fn validate(raw: RawSchema, path: &Path) -> Result<Schema, Error> {
     let mut warnings = Vec::new();
     for (name, col) in &raw.columns.0 {
         columns.push(validate_column(name, col, &names, &base, path, &mut warnings)?);
+    }
+    // An image file is one column: one pairing per run.
+    let paired: Vec<&ColumnSpec> = columns.iter().filter(|c| c.pair_with().is_some()).collect();
+    if paired.len() > 1 {
+        return Err(err(
+            format!("columns.{}.pair_with", paired[1].name),
+            format!(
+                "`{}` already pairs masks with images: one column may set pair_with",
+                paired[0].name
+            ),
+        ));
     }
     Ok(Schema {
         path: path.to_path_buf(),
@@ -795,7 +834,7 @@ fn validate_column(
 
 /// The column's image reading, if it sets any of its keys.
 fn pixel_spec(col: &RawColumn, values: &ValueRule) -> Result<Option<PixelSpec>, (&'static str, String)> {
-    if col.decode.is_none() && col.reduce_zero_label.is_none() && col.colors.is_none() {
+    if col.decode.is_none() && col.reduce_zero_label.is_none() && col.colors.is_none() && col.pair_with.is_none() {
         return Ok(None);
     }
     let decode = match col.decode.as_deref() {
@@ -853,10 +892,15 @@ fn pixel_spec(col: &RawColumn, values: &ValueRule) -> Result<Option<PixelSpec>, 
             "pixels are numbers: a class column of pixels needs num_classes".into(),
         ));
     }
+    let pair_with = match &col.pair_with {
+        None => None,
+        Some(p) => Some(p.resolve().map_err(|m| ("pair_with", m))?),
+    };
     Ok(Some(PixelSpec {
         decode,
         reduce_zero_label,
         colors,
+        pair_with,
     }))
 }
 
@@ -974,6 +1018,15 @@ impl Schema {
                     for ([r, g, b], class) in &p.colors {
                         let _ = writeln!(out, "      \"{r},{g},{b}\": {class}");
                     }
+                }
+                if let Some(pw) = &p.pair_with {
+                    let _ = writeln!(
+                        out,
+                        "    pair_with: {{dir: {}, mask_suffix: {}, image_suffix: {}}}",
+                        q(&pw.dir),
+                        q(&pw.mask_suffix),
+                        q(&pw.image_suffix)
+                    );
                 }
             }
             match &c.coco_mapping {

@@ -94,7 +94,54 @@ pub(crate) struct RawColumn {
     pub reduce_zero_label: Option<bool>,
     #[serde(default, deserialize_with = "ordered_map")]
     pub colors: Option<Vec<(String, Number)>>,
+    pub pair_with: Option<RawPair>,
     pub coco_mapping: Option<RawCocoMapping>,
+}
+
+/// `pair_with`: a folder, or `{dir, mask_suffix, image_suffix}`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawPair {
+    Dir(String),
+    Full(RawPairFull),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPairFull {
+    pub dir: String,
+    #[serde(default)]
+    pub mask_suffix: String,
+    #[serde(default)]
+    pub image_suffix: String,
+}
+
+impl RawPair {
+    /// The spec, or why it cannot be used.
+    pub fn resolve(&self) -> Result<super::PairSpec, String> {
+        let spec = match self {
+            RawPair::Dir(dir) => super::PairSpec {
+                dir: dir.clone(),
+                ..Default::default()
+            },
+            RawPair::Full(f) => super::PairSpec {
+                dir: f.dir.clone(),
+                mask_suffix: f.mask_suffix.clone(),
+                image_suffix: f.image_suffix.clone(),
+            },
+        };
+        if spec.dir.trim().is_empty() {
+            return Err("the image folder is empty: write `pair_with: ../images` (relative to the mask folder)".into());
+        }
+        for s in [&spec.mask_suffix, &spec.image_suffix] {
+            if s.contains(['/', '\\']) || s.contains('.') {
+                return Err(format!(
+                    "suffix `{s}` ends a file stem: it holds no `/` and no `.` (the extension is matched separately)"
+                ));
+            }
+        }
+        Ok(spec)
+    }
 }
 
 /// `colors:` keeps the order it was written in (messages and the resolved

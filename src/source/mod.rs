@@ -203,12 +203,12 @@ pub enum Format {
     /// A YOLO label file (`.txt`), with `dataset: {layout: yolo}`.
     Yolo,
     /// A WebDataset tar shard (`.tar`, `.tar.gz`, `.tgz`; compression by
-    /// content). Searched for only when its first sample has a member the
-    /// schema names.
+    /// content). A search keeps its shards when one has a member the schema
+    /// names ([`Format::provides`]).
     WebDataset,
     /// A TFRecord file of `tf.train.Example` records (`.tfrecord`,
-    /// `.tfrecords`, `.gz` of them). Searched for only when its first record
-    /// has a feature the schema names.
+    /// `.tfrecords`, `.gz` of them). A search keeps its files when one has a
+    /// feature the schema names ([`Format::provides`]).
     TfRecord,
 }
 
@@ -226,10 +226,21 @@ impl Format {
             Format::Mds => formats::mds::searched(path),
             Format::Image => columns.iter().any(|c| c == formats::image::PIXELS),
             Format::Coco => formats::coco::is_coco(path),
-            // Without a schema (`preflight init`), every shard.
-            Format::WebDataset => columns.is_empty() || formats::webdataset::provides_any(path, columns),
-            Format::TfRecord => columns.is_empty() || formats::tfrecord::provides_any(path, columns),
+            // WebDataset and TFRecord shards are then kept or dropped
+            // together by the search: see `provides`.
             _ => true,
+        }
+    }
+
+    /// For the shard formats a search keeps or drops as a set (WebDataset,
+    /// TFRecord; `None` for the others): whether the file has a column in
+    /// `columns`, in its first sample (`deep` false) or in any (`deep` true).
+    /// A file that cannot be read answers true, so that its error is reported.
+    pub fn provides(self, path: &Path, columns: &[String], deep: bool) -> Option<bool> {
+        match self {
+            Format::WebDataset => Some(formats::webdataset::provides_any(path, columns, deep)),
+            Format::TfRecord => Some(formats::tfrecord::provides_any(path, columns, deep)),
+            _ => None,
         }
     }
 

@@ -193,28 +193,162 @@ for name, exc in [('dup.tar', ValueError), ('text.tar', Exception)]:
     assert!(m1.contains("b.cls") && m1.contains("not an integer"), "{m1}");
 }
 
+/// (file, row, cls) of every sample as `webdataset` yields it, None where
+/// the sample lacks `cls`, and of every record as the `tfrecord` package's
+/// reader yields it, None where the record lacks `cls`.
+const SEEN_SHARDS: &str = r#"
+def seen_shards(tars, tfrecords):
+    seen = []
+    for name in tars:
+        for row, s in enumerate(wds.WebDataset(name, shardshuffle=False).decode()):
+            seen.append((name, row, s.get('cls')))
+    from tfrecord.reader import tfrecord_loader
+    for name in tfrecords:
+        for row, r in enumerate(tfrecord_loader(name, None)):
+            seen.append((name, row, int(r['cls'][0]) if 'cls' in r else None))
+    return seen
+"#;
+
+/// Examples as (file, row, value) and rows as (file, row).
+type Examples = Vec<(String, u64, Value)>;
+type Rows = Vec<(String, u64)>;
+
+/// The out-of-range and missing labels of `seen.json`, as (file, row, value)
+/// for the class check and (file, row) for the null check, in report order.
+fn planted(env: &Env, range: std::ops::Range<i64>) -> (Examples, Rows) {
+    let mut seen = py_pairs(env, "seen.json");
+    seen.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let class = seen
+        .iter()
+        .filter(|(_, _, v)| v.as_i64().is_some_and(|c| !range.contains(&c)))
+        .cloned()
+        .collect();
+    let null = seen
+        .iter()
+        .filter(|(_, _, v)| v.is_null())
+        .map(|(f, r, _)| (f.clone(), *r))
+        .collect();
+    (class, null)
+}
+
 #[test]
-fn directory_search_picks_up_shards_that_provide_a_schema_column() {
+fn directory_search_reads_every_shard_of_a_format_once_one_has_a_schema_column() {
     let env = Env::new();
-    env.python(
+    // b.tar and b.tfrecord: the first sample lacks `cls`, later ones hold
+    // bad labels (a search judging shards by their first sample skipped
+    // them). backup.tar and other.tfrecord have no `cls` at all: read too,
+    // and missing the column, as `s['cls']` in the user's loop would raise.
+    env.python(&format!(
         r#"
 import webdataset as wds
 from tfrecord import TFRecordWriter
+{SEEN_SHARDS}
 os.makedirs('data', exist_ok=True)
-with wds.TarWriter('data/train.tar') as w:
-    w.write({'__key__': 'a', 'cls': 3})
+with wds.TarWriter('data/a.tar') as w:
+    w.write({{'__key__': 'a0', 'cls': 3}})
+with wds.TarWriter('data/b.tar') as w:
+    w.write({{'__key__': 'b00', 'txt': 'no label yet'}})
+    for i in range(1, 50):
+        w.write({{'__key__': f'b{{i:02d}}', 'cls': 10 + i if i in (7, 31) else i % 10}})
 with wds.TarWriter('data/backup.tar') as w:
-    w.write({'__key__': 'a', 'txt': 'notes'})
-w = TFRecordWriter('data/train.tfrecord'); w.write({'cls': (12, 'int')}); w.close()
-w = TFRecordWriter('data/other.tfrecord'); w.write({'x': (1, 'int')}); w.close()
-"#,
-    );
+    w.write({{'__key__': 'x', 'txt': 'notes'}})
+w = TFRecordWriter('data/a.tfrecord'); w.write({{'cls': (4, 'int')}}); w.close()
+w = TFRecordWriter('data/b.tfrecord')
+w.write({{'x': (1, 'int')}})
+for i in range(1, 40):
+    w.write({{'cls': (-i if i == 22 else i % 10, 'int'), 'x': (i, 'int')}})
+w.close()
+w = TFRecordWriter('data/other.tfrecord'); w.write({{'x': (1, 'int')}}); w.close()
+json.dump(seen_shards(['data/a.tar', 'data/b.tar'], ['data/a.tfrecord', 'data/b.tfrecord']), open('seen.json', 'w'))
+"#
+    ));
     env.write("s.yaml", "columns:\n  cls: {kind: class, num_classes: 10}\n");
-    let report = env.check_json(&["-s", "s.yaml", "data"], 1);
-    assert_eq!(report["files"], 2);
+    let report = env.check_json(&["-s", "s.yaml", "data", "--max-examples", "100"], 2);
+    assert_eq!(report["files"], 6);
+    let (class, null) = planted(&env, 0..10);
+    assert_eq!(class.len(), 3);
+    assert_eq!(all(&report, "cls", "class"), class);
     assert_eq!(
-        all(&report, "cls", "class"),
-        vec![("data/train.tfrecord".to_string(), 0, Value::from(12))]
+        null,
+        vec![("data/b.tar".to_string(), 0), ("data/b.tfrecord".to_string(), 0)]
+    );
+    let nulls: Vec<(String, u64)> = all(&report, "cls", "null")
+        .into_iter()
+        .map(|(f, r, _)| (f, r))
+        .collect();
+    assert_eq!(nulls, null);
+    let errors = report["errors"].as_array().expect("errors");
+    let missing: Vec<&str> = errors.iter().map(|e| e["file"].as_str().unwrap_or_default()).collect();
+    assert_eq!(missing, ["data/backup.tar", "data/other.tfrecord"], "{errors:?}");
+    for e in errors {
+        assert!(e["message"].as_str().unwrap_or_default().contains("`cls`"), "{e}");
+    }
+}
+
+#[test]
+fn shards_whose_first_samples_all_lack_the_column_are_still_read() {
+    let env = Env::new();
+    // No shard's first sample has `cls`: every sample is looked at. In
+    // `tables`, an unrelated tar and TFRecord beside a Parquet file are not
+    // read (no sample of theirs has `cls`).
+    env.python(&format!(
+        r#"
+import gzip, shutil
+import webdataset as wds
+from tfrecord import TFRecordWriter
+{SEEN_SHARDS}
+os.makedirs('shards', exist_ok=True)
+with wds.TarWriter('shards/s.tar.gz') as w:
+    for i in range(30):
+        w.write({{'__key__': f's{{i:02d}}', 'txt': 'x'}} if i < 20 else {{'__key__': f's{{i:02d}}', 'cls': 12 if i == 25 else 1}})
+w = TFRecordWriter('plain.tfrecord')
+for i in range(30):
+    w.write({{'x': (i, 'int')}} if i < 29 else {{'cls': (10, 'int')}})
+w.close()
+with open('plain.tfrecord', 'rb') as f, gzip.open('shards/r.tfrecord.gz', 'wb') as g:
+    shutil.copyfileobj(f, g)
+w = TFRecordWriter('shards/t.tfrecord')
+for i in range(30):
+    w.write({{'x': (i, 'int')}} if i < 3 else {{'cls': (i % 10, 'int')}})
+w.close()
+seen = seen_shards(['shards/s.tar.gz'], ['plain.tfrecord', 'shards/t.tfrecord'])
+seen = [('shards/r.tfrecord.gz' if f == 'plain.tfrecord' else f, r, v) for f, r, v in seen]
+json.dump(seen, open('seen.json', 'w'))
+os.makedirs('tables', exist_ok=True)
+pq.write_table(pa.table({{'cls': [1, 2, 3]}}), 'tables/t.parquet')
+with wds.TarWriter('tables/backup.tar') as w:
+    w.write({{'__key__': 'x', 'txt': 'notes'}})
+w = TFRecordWriter('tables/other.tfrecord'); w.write({{'x': (1, 'int')}}); w.close()
+"#
+    ));
+    env.write("s.yaml", "columns:\n  cls: {kind: class, num_classes: 10}\n");
+    let report = env.check_json(&["-s", "s.yaml", "shards", "--max-examples", "100"], 1);
+    assert_eq!(report["files"], 3);
+    assert_eq!(report["rows"], 90);
+    let (class, null) = planted(&env, 0..10);
+    assert_eq!(
+        class,
+        vec![
+            ("shards/r.tfrecord.gz".to_string(), 29, Value::from(10)),
+            ("shards/s.tar.gz".to_string(), 25, Value::from(12)),
+        ]
+    );
+    assert_eq!(all(&report, "cls", "class"), class);
+    assert_eq!(crate::util::hits(&report, "cls", "null").0, null.len() as u64);
+    assert_eq!(null.len(), 20 + 29 + 3);
+
+    let report = env.check_json(&["-s", "s.yaml", "tables"], 0);
+    assert_eq!(report["files"], 1);
+    assert_eq!(report["rows"], 3);
+    // The same search finding only those shards finds nothing to check.
+    std::fs::remove_file(env.path("tables/t.parquet")).expect("rm");
+    let report = env.check_json(&["-s", "s.yaml", "tables"], 2);
+    assert_eq!(report["files"], 0);
+    assert!(
+        report["errors"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no data files")
     );
 }
 

@@ -103,3 +103,111 @@ fn rows_of_nulls(env: &Env) -> u64 {
         .parse()
         .expect("count")
 }
+
+/// More writers and encodings for the decoder comparison: Polars, DuckDB,
+/// brotli, DELTA_BINARY_PACKED, unsigned and 64-bit lists, and Arrow
+/// dictionaries written without the Arrow schema (so the reader sees plain
+/// integers and decodes the indices against a dictionary holding an
+/// out-of-range entry: unused in one file, used only in a late page in the
+/// other).
+const MORE: &str = r#"
+import polars as pl, duckdb
+t = pq.read_table('nostats_none_1.0.parquet')
+pl.from_arrow(t).write_parquet('polars.parquet', row_group_size=3000, data_page_size=4096, statistics=False)
+pl.from_arrow(t).write_parquet('polars_stats.parquet', compression='snappy')
+con = duckdb.connect(); con.register('t', t)
+for v in ['V1', 'V2']:
+    con.execute(f"COPY t TO 'duckdb_{v}.parquet' (FORMAT parquet, ROW_GROUP_SIZE 2048, PARQUET_VERSION {v})")
+pq.write_table(t, 'brotli_v2.parquet', compression='brotli', data_page_version='2.0', data_page_size=1500)
+pq.write_table(t, 'delta.parquet', use_dictionary=False, column_encoding={'label': 'DELTA_BINARY_PACKED', 'ids': 'DELTA_BINARY_PACKED'},
+               data_page_size=1000, row_group_size=5000)
+wide = pa.table({'label': t['label'].cast(pa.uint64(), safe=False), 'ids': t['ids'].cast(pa.large_list(pa.uint16()))})
+pq.write_table(wide, 'unsigned.parquet', compression='zstd', data_page_size=3000)
+n = 12000
+d = pa.DictionaryArray.from_arrays(pa.array([i % 2 for i in range(n)], pa.int32()), pa.array([0, 1, 99], pa.int64()))
+pq.write_table(pa.table({'label': d}), 'unused_noschema.parquet', store_schema=False, row_group_size=4000)
+idx = [i % 2 for i in range(n)]; idx[-1] = 2
+d2 = pa.DictionaryArray.from_arrays(pa.array(idx, pa.int32()), pa.array([0, 1, 99], pa.int64()))
+pq.write_table(pa.table({'label': d2}), 'late_noschema.parquet', store_schema=False, row_group_size=4000, data_page_size=1024)
+assert pq.read_schema('late_noschema.parquet').field('label').type == pa.int64()
+"#;
+
+/// `preflight check --format json ARGS`, with the Parquet decoder forced to
+/// arrow-rs or left to preflight's own: (exit code, stdout bytes).
+fn run_with_decoder(env: &Env, args: &[&str], arrow_rs: bool) -> (i32, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_preflight"));
+    cmd.args(["check", "--format", "json"])
+        .args(args)
+        .current_dir(env.dir.path());
+    if arrow_rs {
+        cmd.env("PREFLIGHT_PARQUET_DECODER", "arrow-rs");
+    } else {
+        cmd.env_remove("PREFLIGHT_PARQUET_DECODER");
+    }
+    let out = cmd.output().expect("run preflight");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// Every path on the same files gives one report: preflight's own value
+/// decoding and arrow-rs's, with and without `--full-scan` (statistics,
+/// dictionary proofs and levels in the run without), byte for byte.
+#[test]
+fn own_decoding_and_arrow_rs_give_one_report() {
+    let env = Env::new();
+    env.python(WRITE);
+    env.python(MORE);
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 500, max_length: 32}\n",
+    );
+    let mut files: Vec<String> = std::fs::read_dir(env.dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet") && !n.contains("entry") && !n.contains("noschema"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 18);
+    for f in &files {
+        let args = ["-s", "s.yaml", "--max-examples", "1000", f.as_str()];
+        let full = ["-s", "s.yaml", "--max-examples", "1000", "--full-scan", f.as_str()];
+        let own_full = run_with_decoder(&env, &full, false);
+        assert_eq!(own_full.0, 1, "{f}: {}", own_full.1);
+        assert_eq!(own_full, run_with_decoder(&env, &full, true), "{f}: full scans differ");
+        let own = run_with_decoder(&env, &args, false);
+        assert_eq!(own, run_with_decoder(&env, &args, true), "{f}: default runs differ");
+        assert_eq!(own, own_full, "{f}: the default run differs from the full scan");
+        let report: serde_json::Value = serde_json::from_str(&own.1).expect("json");
+        assert_eq!(hits(&report, "label", "class").0, 2, "{f}");
+        let (n, ex) = hits(&report, "ids", "index");
+        assert_eq!((n, ex[0].1), (1, 9000), "{f}");
+    }
+    env.write(
+        "c.yaml",
+        "version: 1\ncolumns:\n  label: {kind: class, num_classes: 10}\n",
+    );
+    for (f, code) in [("unused_noschema.parquet", 0), ("late_noschema.parquet", 1)] {
+        let mut reports = Vec::new();
+        for full in [false, true] {
+            for arrow_rs in [false, true] {
+                let mut args = vec!["-s", "c.yaml", f];
+                if full {
+                    args.push("--full-scan");
+                }
+                let run = run_with_decoder(&env, &args, arrow_rs);
+                assert_eq!(run.0, code, "{f}: {}", run.1);
+                reports.push(run.1);
+            }
+        }
+        assert!(reports.iter().all(|r| r == &reports[0]), "{f}: {reports:#?}");
+        let report: serde_json::Value = serde_json::from_str(&reports[0]).expect("json");
+        let (n, ex) = hits(&report, "label", "class");
+        if code == 1 {
+            assert_eq!((n, ex[0].1, ex[0].2.clone()), (1, 11999, serde_json::json!(99)));
+        } else {
+            assert_eq!(n, 0);
+        }
+    }
+}

@@ -621,6 +621,28 @@ json.dump({"model_type": "segformer", "id2label": {str(i): str(i) for i in range
     let text = std::fs::read_to_string(env.path("cam.yaml")).expect("schema");
     assert!(text.contains("colors:") && text.contains("\"128,64,128\": 2"), "{text}");
     env.check_json(&["-s", "cam.yaml", "cam"], 0);
+    assert!(!text.contains("pair_with"), "{text}");
+    // Images beside the masks (as `masks`/`images`, or mmseg's
+    // `annotations/training` and `images/training`): pair_with is proposed.
+    env.python(
+        r#"
+from PIL import Image
+for m, i in [("d/masks", "d/images"), ("ade/annotations/training", "ade/images/training")]:
+    os.makedirs(m, exist_ok=True); os.makedirs(i, exist_ok=True)
+    Image.fromarray(np.zeros((4, 6), np.uint8)).save(m + "/a.png")
+    Image.fromarray(np.zeros((4, 6, 3), np.uint8)).save(i + "/a.jpg")
+"#,
+    );
+    for (dir, want) in [
+        ("d/masks", "pair_with: ../images  #"),
+        ("ade/annotations/training", "pair_with: ../../images/training  #"),
+    ] {
+        let run = env.run(&["init", dir, "-o", "p.yaml", "--force"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let text = std::fs::read_to_string(env.path("p.yaml")).expect("schema");
+        assert!(text.contains(want), "{want:?} not in:\n{text}");
+        env.check_json(&["-s", "p.yaml", dir], 0);
+    }
 }
 
 #[test]

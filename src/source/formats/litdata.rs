@@ -39,8 +39,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::ipc;
-use super::shardcol::{self, BATCH_BYTES, Col, Elem};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
+use super::shardcol::{self, Col, Elem};
+use crate::source::{Batch, ReadError, Source, storage};
 
 /// Largest chunk decompressed (offsets are u32: nothing past 4 GiB).
 const MAX_CHUNK: u64 = u32::MAX as u64;
@@ -853,15 +853,9 @@ impl Source for LitDataSource {
         if matches!(self.items, Items::Tree(_)) && chunk.data.ends_with(ARROW_MAGIC) {
             return self.read_arrow(&chunk.data, projection, sink);
         }
-        let mut cols: Vec<Col> = projection.iter().map(|&c| self.column(c)).collect::<Result<_, _>>()?;
-        let names: Vec<&str> = projection.iter().map(|&c| self.columns[c].as_str()).collect();
-        let mut wanted: Vec<Vec<usize>> = vec![Vec::new(); self.columns.len()];
-        for (k, &c) in projection.iter().enumerate() {
-            wanted[c].push(k);
-        }
+        let cols: Vec<Col> = projection.iter().map(|&c| self.column(c)).collect::<Result<_, _>>()?;
+        let mut gather = shardcol::Gather::new(&self.columns, projection, cols);
         let n = chunk.bounds.len();
-        let mut first = 0usize;
-        let mut bytes = 0usize;
         let mut tokens = 0u64;
         for (i, &(a, b)) in chunk.bounds.iter().enumerate() {
             let row_err = |m: String| ReadError::new(m).at(format!("row {i}"));
@@ -869,9 +863,7 @@ impl Source for LitDataSource {
             match &self.items {
                 Items::Tokens(e) => {
                     tokens += (item.len() / e.size()) as u64;
-                    for &k in &wanted[0] {
-                        cols[k].push_list(*e, item).map_err(row_err)?;
-                    }
+                    gather.push(0, |col| col.push_list(*e, item)).map_err(row_err)?;
                     if !item.len().is_multiple_of(e.size()) {
                         return Err(row_err(format!(
                             "{} bytes is not a whole number of {} tokens",
@@ -889,41 +881,19 @@ impl Source for LitDataSource {
                             leaves.len()
                         )));
                     }
-                    let mut at = head;
-                    for (c, ks) in wanted.iter().enumerate() {
-                        let size = u32_at(item, c * 4).unwrap_or(0) as usize;
-                        let end = at.checked_add(size).filter(|&e| e <= item.len()).ok_or_else(|| {
-                            row_err(format!(
-                                "leaf {}: {size} bytes at byte {at} run past the item's {} bytes",
-                                self.columns[c],
-                                item.len()
-                            ))
-                        })?;
-                        for &k in ks {
-                            self.push(c, &mut cols[k], &item[at..end])
-                                .map_err(|m| row_err(format!("column {}: {m}", self.columns[c])))?;
-                        }
-                        at = end;
-                    }
-                    if at != item.len() {
-                        return Err(row_err(format!(
-                            "the item is {} bytes, its leaves take {at}",
-                            item.len()
-                        )));
-                    }
+                    let sizes = (0..self.columns.len()).map(|c| u32_at(item, c * 4).unwrap_or(0) as usize);
+                    shardcol::fields(
+                        item,
+                        head,
+                        sizes,
+                        &self.columns,
+                        ("item", "leaf", "leaves"),
+                        |c, bytes| gather.push(c, |col| self.push(c, col, bytes)),
+                    )
+                    .map_err(row_err)?;
                 }
             }
-            bytes += item.len();
-            let rows = i + 1 - first;
-            if rows == BATCH_ROWS || bytes >= BATCH_BYTES || i + 1 == n {
-                let arrays = cols.iter_mut().map(|c| c.finish()).collect();
-                sink(Batch {
-                    first_row: first as u64,
-                    batch: shardcol::batch(&names, arrays, rows)?,
-                })?;
-                first = i + 1;
-                bytes = 0;
-            }
+            gather.sample_done(i, n, item.len(), sink)?;
         }
         if let (Items::Tokens(_), Some(dim)) = (&self.items, self.dim)
             && dim != tokens

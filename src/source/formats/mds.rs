@@ -30,8 +30,8 @@ use memmap2::Mmap;
 use serde::Deserialize;
 
 use super::mdshash;
-use super::shardcol::{self, BATCH_BYTES, Col, Elem};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
+use super::shardcol::{self, Col, Elem};
+use crate::source::{Batch, ReadError, Source, storage};
 
 /// Largest shard: its offsets are u32, so nothing past 4 GiB is addressable.
 const MAX_SHARD: u64 = u32::MAX as u64;
@@ -708,13 +708,8 @@ impl Source for MdsSource {
             return Err(ReadError::new(format!("no column {bad}")));
         }
         // Refuse what cannot be checked before touching the data.
-        let mut cols: Vec<Col> = projection.iter().map(|&c| self.column(c)).collect::<Result<_, _>>()?;
-        let names: Vec<&str> = projection.iter().map(|&c| self.columns[c].as_str()).collect();
-        // For each file column, where it goes in the batch (if projected).
-        let mut wanted: Vec<Vec<usize>> = vec![Vec::new(); self.columns.len()];
-        for (k, &c) in projection.iter().enumerate() {
-            wanted[c].push(k);
-        }
+        let cols: Vec<Col> = projection.iter().map(|&c| self.column(c)).collect::<Result<_, _>>()?;
+        let mut gather = shardcol::Gather::new(&self.columns, projection, cols);
         let nvar = self.sizes.iter().filter(|s| s.is_none()).count();
 
         // The file is the one the index describes, before a byte of it is
@@ -733,8 +728,6 @@ impl Source for MdsSource {
         self.check_config(&data[4 + 4 * off.len()..off[0] as usize])?;
         let n = off.len() - 1;
         let mut sizes = vec![0usize; self.columns.len()];
-        let mut first = 0usize;
-        let mut bytes = 0usize;
         for i in 0..n {
             let row_err = |m: String| ReadError::new(m).at(format!("row {i}"));
             let s = &data[off[i] as usize..off[i + 1] as usize];
@@ -756,38 +749,16 @@ impl Source for MdsSource {
                     }
                 };
             }
-            let mut at = head;
-            for (c, &size) in sizes.iter().enumerate() {
-                let end = at.checked_add(size).filter(|&e| e <= s.len()).ok_or_else(|| {
-                    row_err(format!(
-                        "column {}: {size} bytes at byte {at} run past the sample's {} bytes",
-                        self.columns[c],
-                        s.len()
-                    ))
-                })?;
-                for &k in &wanted[c] {
-                    self.push(c, &mut cols[k], &s[at..end])
-                        .map_err(|m| row_err(format!("column {}: {m}", self.columns[c])))?;
-                }
-                at = end;
-            }
-            if at != s.len() {
-                return Err(row_err(format!(
-                    "the sample is {} bytes, its columns take {at}",
-                    s.len()
-                )));
-            }
-            bytes += s.len();
-            let rows = i + 1 - first;
-            if rows == BATCH_ROWS || bytes >= BATCH_BYTES || i + 1 == n {
-                let arrays = cols.iter_mut().map(|c| c.finish()).collect();
-                sink(Batch {
-                    first_row: first as u64,
-                    batch: shardcol::batch(&names, arrays, rows)?,
-                })?;
-                first = i + 1;
-                bytes = 0;
-            }
+            shardcol::fields(
+                s,
+                head,
+                sizes.iter().copied(),
+                &self.columns,
+                ("sample", "column", "columns"),
+                |c, bytes| gather.push(c, |col| self.push(c, col, bytes)),
+            )
+            .map_err(row_err)?;
+            gather.sample_done(i, n, s.len(), sink)?;
         }
         if let Data::Mapped(m) = &data {
             storage::release(m, 0, m.len());

@@ -21,7 +21,7 @@ use arrow::datatypes::{
     Int64Type, Schema, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 
-use crate::source::ReadError;
+use crate::source::{BATCH_ROWS, Batch, ReadError};
 
 /// Most sample bytes gathered into one batch (at least one sample).
 pub(crate) const BATCH_BYTES: usize = 32 << 20;
@@ -361,6 +361,105 @@ pub(crate) fn batch(names: &[&str], cols: Vec<ArrayRef>, rows: usize) -> Result<
         cols,
         &opts,
     )?)
+}
+
+/// A shard's samples gathered into batches of the projected columns: the
+/// walk `mds` and `litdata` share (each splits a sample into its columns'
+/// bytes its own way, then hands them here).
+pub(crate) struct Gather<'n> {
+    cols: Vec<Col>,
+    names: Vec<&'n str>,
+    /// For each file column, its places in the batch.
+    wanted: Vec<Vec<usize>>,
+    /// The batch's first sample, and its bytes so far.
+    first: usize,
+    bytes: usize,
+}
+
+impl<'n> Gather<'n> {
+    /// Batches of `projection` (indices into `columns`), gathered in `cols`
+    /// (one per projected column, in its order).
+    pub(crate) fn new(columns: &'n [String], projection: &[usize], cols: Vec<Col>) -> Gather<'n> {
+        let mut wanted: Vec<Vec<usize>> = vec![Vec::new(); columns.len()];
+        for (k, &c) in projection.iter().enumerate() {
+            wanted[c].push(k);
+        }
+        Gather {
+            cols,
+            names: projection.iter().map(|&c| columns[c].as_str()).collect(),
+            wanted,
+            first: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Calls `push` with every batch column that file column `c` fills.
+    pub(crate) fn push(
+        &mut self,
+        c: usize,
+        mut push: impl FnMut(&mut Col) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for &k in &self.wanted[c] {
+            push(&mut self.cols[k])?;
+        }
+        Ok(())
+    }
+
+    /// Sample `i` of `n`, `len` bytes, is gathered: the batch goes to
+    /// `sink` when it is full or the sample is the last.
+    pub(crate) fn sample_done(
+        &mut self,
+        i: usize,
+        n: usize,
+        len: usize,
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        self.bytes += len;
+        let rows = i + 1 - self.first;
+        if rows == BATCH_ROWS || self.bytes >= BATCH_BYTES || i + 1 == n {
+            let arrays = self.cols.iter_mut().map(|c| c.finish()).collect();
+            sink(Batch {
+                first_row: self.first as u64,
+                batch: batch(&self.names, arrays, rows)?,
+            })?;
+            self.first = i + 1;
+            self.bytes = 0;
+        }
+        Ok(())
+    }
+}
+
+/// How a format names a sample and its parts in messages: ("sample",
+/// "column", "columns") or ("item", "leaf", "leaves").
+pub(crate) type Nouns = (&'static str, &'static str, &'static str);
+
+/// Splits `sample` after its first `head` bytes into consecutive fields of
+/// `sizes` (one per file column, named by `names`), calling `field` with
+/// each; the fields must fill the sample exactly.
+pub(crate) fn fields(
+    sample: &[u8],
+    head: usize,
+    sizes: impl Iterator<Item = usize>,
+    names: &[String],
+    (noun, part, parts): Nouns,
+    mut field: impl FnMut(usize, &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut at = head;
+    for (c, size) in sizes.enumerate() {
+        let end = at.checked_add(size).filter(|&e| e <= sample.len()).ok_or_else(|| {
+            format!(
+                "{part} {}: {size} bytes at byte {at} run past the {noun}'s {} bytes",
+                names[c],
+                sample.len()
+            )
+        })?;
+        field(c, &sample[at..end]).map_err(|m| format!("column {}: {m}", names[c]))?;
+        at = end;
+    }
+    if at != sample.len() {
+        return Err(format!("the {noun} is {} bytes, its {parts} take {at}", sample.len()));
+    }
+    Ok(())
 }
 
 /// Largest `index.json` read.

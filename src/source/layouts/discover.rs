@@ -5,6 +5,17 @@
 //! directory joined with the rest), so reports name files the way the user
 //! does, and the order — byte-wise by that path — never depends on the file
 //! system.
+//!
+//! Shards (WebDataset `.tar`, TFRecord) a search finds are decided per
+//! format for the whole run, not file by file: a backup tar or an unrelated
+//! TFRecord beside the data should not become a missing-column error, but a
+//! shard whose first samples lack the schema's columns must not be skipped
+//! either (a loader reads it, and its later samples may hold labels out of
+//! range). So when any shard of a format has a column the schema names (the
+//! first sample of each is looked at, then, if none has one, every sample),
+//! every shard of that format the search found is read — one without such a
+//! column anywhere then fails as a table without it does, as `KeyError` in
+//! the user's loop would — and otherwise none is.
 
 use std::path::{Path, PathBuf};
 
@@ -80,58 +91,88 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     if hints.layout == Some(Layout::ImageFolder) {
         return image_folders(args);
     }
-    let columns = &hints.columns[..];
-    let yolo = hints.layout == Some(Layout::Yolo);
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    for arg in args {
+    let mut found = Found {
+        columns: &hints.columns[..],
+        yolo: hints.layout == Some(Layout::Yolo),
+        arg: 0,
+        files: Vec::new(),
+        shards: Vec::new(),
+        errors: Vec::new(),
+    };
+    // Searches that found shards only: whether they found anything is
+    // known once the shards are decided.
+    let mut shards_only: Vec<(usize, String, &str)> = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        found.arg = i;
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        if crate::source::storage::remote::is_url(arg) {
-            remote(&shown, &mut files, &mut errors);
-        } else if arg.is_dir() {
-            let before = files.len();
-            walk(arg, columns, yolo, &mut files, &mut errors);
-            // A gate must not pass a directory it found nothing to check in.
-            if files.len() == before {
-                errors.push(Error::Discover {
-                    path: shown,
-                    message: "no data files of a known format in this directory".into(),
-                });
+        let before = (found.files.len(), found.shards.len());
+        let empty = if crate::source::storage::remote::is_url(arg) {
+            match found.remote(&shown) {
+                Some(empty) => empty,
+                None => continue,
             }
+        } else if arg.is_dir() {
+            found.walk(arg);
+            // A gate must not pass a directory it found nothing to check in.
+            "no data files of a known format in this directory"
         } else if arg.exists() || !is_glob {
             // A named file is checked whatever its name; a missing one is
             // reported when it is opened.
-            files.push(DataFile::new(arg.clone()));
+            found.files.push(DataFile::new(arg.clone()));
+            continue;
         } else {
             match glob::glob(&shown) {
-                Err(e) => errors.push(Error::Discover {
-                    path: shown,
-                    message: format!("invalid glob: {e}"),
-                }),
+                Err(e) => {
+                    found.errors.push(Error::Discover {
+                        path: shown,
+                        message: format!("invalid glob: {e}"),
+                    });
+                    continue;
+                }
                 Ok(paths) => {
-                    let before = files.len();
                     for p in paths {
                         match p {
-                            Ok(p) if p.is_dir() => walk(&p, columns, yolo, &mut files, &mut errors),
-                            Ok(p) if picked(&p, columns, yolo) => files.push(DataFile::new(p)),
-                            Ok(_) => {}
-                            Err(e) => errors.push(Error::Discover {
+                            Ok(p) if p.is_dir() => found.walk(&p),
+                            Ok(p) => found.add(p),
+                            Err(e) => found.errors.push(Error::Discover {
                                 path: e.path().to_string_lossy().into_owned(),
                                 message: e.error().to_string(),
                             }),
                         }
                     }
-                    if files.len() == before {
-                        errors.push(Error::Discover {
-                            path: shown,
-                            message: "matched no data files".into(),
-                        });
-                    }
+                    "matched no data files"
                 }
+            }
+        };
+        if found.files.len() == before.0 {
+            if found.shards.len() == before.1 {
+                found.errors.push(Error::Discover {
+                    path: shown,
+                    message: empty.into(),
+                });
+            } else {
+                shards_only.push((i, shown, empty));
             }
         }
     }
+    let Found {
+        columns,
+        mut files,
+        shards,
+        mut errors,
+        ..
+    } = found;
+    let kept = keep_shard_sets(shards, columns);
+    for (i, shown, message) in shards_only {
+        if !kept.iter().any(|(arg, _)| *arg == i) {
+            errors.push(Error::Discover {
+                path: shown,
+                message: message.into(),
+            });
+        }
+    }
+    files.extend(kept.into_iter().map(|(_, f)| f));
     sort(&mut files);
     Discovered {
         files,
@@ -140,37 +181,135 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     }
 }
 
-/// A URL: the objects its listing finds (a prefix or a glob, as a
-/// directory or a glob is searched: files of the formats read from storage,
-/// hidden ones skipped), or the one object it names.
-fn remote(url: &str, files: &mut Vec<DataFile>, errors: &mut Vec<Error>) {
-    let named = !url.ends_with('/') && !url.contains(['*', '?', '[']);
-    // A URL naming a data file is that file: no listing request.
-    if named && Format::from_path(Path::new(url)).is_some() {
-        files.push(DataFile::new(PathBuf::from(url)));
-        return;
-    }
-    match crate::source::storage::remote::list(url) {
-        Err(message) => errors.push(Error::Discover {
-            path: url.to_string(),
-            message,
-        }),
-        Ok(found) if found.is_empty() && named => files.push(DataFile::new(PathBuf::from(url))),
-        Ok(found) => {
-            let before = files.len();
-            for (u, _) in found {
-                if Format::from_path(Path::new(&u)) == Some(Format::Parquet) {
-                    files.push(DataFile::new(PathBuf::from(u)));
-                }
+/// What the searches of one run found.
+struct Found<'c> {
+    columns: &'c [String],
+    yolo: bool,
+    /// The PATH argument being searched.
+    arg: usize,
+    files: Vec<DataFile>,
+    /// Shards (with their format and PATH argument), decided at the end.
+    shards: Vec<(Format, usize, DataFile)>,
+    errors: Vec<Error>,
+}
+
+impl Found<'_> {
+    /// A file a search came across: kept if a search picks it up, set aside
+    /// if it is a shard.
+    fn add(&mut self, p: PathBuf) {
+        if self.yolo {
+            if super::super::formats::yolo::is_label_name(&p) {
+                self.files.push(DataFile::new(p));
             }
-            if files.len() == before {
-                errors.push(Error::Discover {
+            return;
+        }
+        let Some(format) = Format::from_path(&p) else { return };
+        if !format.searched(&p, self.columns) {
+            return;
+        }
+        // Without a schema (`preflight init`), every shard.
+        if !self.columns.is_empty() && format.provides(&p, self.columns, false).is_some() {
+            self.shards.push((format, self.arg, DataFile::new(p)));
+        } else {
+            self.files.push(DataFile::new(p));
+        }
+    }
+
+    /// A URL: the objects its listing finds (a prefix or a glob, searched
+    /// as a directory or a glob is: files of the formats read from storage,
+    /// hidden ones skipped), or the one object it names. `None` when the URL
+    /// was settled here (a named object, or a listing error); else the
+    /// message for a search that found nothing.
+    fn remote(&mut self, url: &str) -> Option<&'static str> {
+        let named = !url.ends_with('/') && !url.contains(['*', '?', '[']);
+        // A URL naming a data file is that file: no listing request.
+        if named && Format::from_path(Path::new(url)).is_some() {
+            self.files.push(DataFile::new(PathBuf::from(url)));
+            return None;
+        }
+        match crate::source::storage::remote::list(url) {
+            Err(message) => {
+                self.errors.push(Error::Discover {
                     path: url.to_string(),
-                    message: "no data files of a format read from object storage (Parquet) here".into(),
+                    message,
                 });
+                None
+            }
+            Ok(found) if found.is_empty() && named => {
+                self.files.push(DataFile::new(PathBuf::from(url)));
+                None
+            }
+            Ok(found) => {
+                for (u, _) in found {
+                    if Format::from_path(Path::new(&u)) == Some(Format::Parquet) {
+                        self.files.push(DataFile::new(PathBuf::from(u)));
+                    }
+                }
+                Some("no data files of a format read from object storage (Parquet) here")
             }
         }
     }
+
+    /// Files of a known format below `dir`, hidden entries skipped.
+    fn walk(&mut self, dir: &Path) {
+        let walker = walkdir::WalkDir::new(dir)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+        for entry in walker {
+            match entry {
+                // A dataset index: the files it lists that are not there.
+                Ok(e) if e.file_type().is_file() && e.file_name() == "index.json" => {
+                    let d = e.path().parent().unwrap_or(dir);
+                    self.errors
+                        .extend(crate::source::listed_but_missing(d).into_iter().map(|(path, message)| {
+                            Error::Discover {
+                                path: path.to_string_lossy().into_owned(),
+                                message,
+                            }
+                        }));
+                }
+                Ok(e) if e.file_type().is_file() => self.add(e.into_path()),
+                Ok(_) => {}
+                Err(e) => {
+                    let path = e.path().unwrap_or(dir).to_string_lossy().into_owned();
+                    let message = if e.loop_ancestor().is_some() {
+                        "symbolic link loop".to_string()
+                    } else {
+                        e.io_error().map_or_else(|| e.to_string(), |io| io.to_string())
+                    };
+                    self.errors.push(Error::Discover { path, message });
+                }
+            }
+        }
+    }
+}
+
+/// The shards of each format, all kept when one of them has a column in
+/// `columns` (first samples looked at before whole shards, each look
+/// stopping at the first shard that has one), else all dropped.
+fn keep_shard_sets(mut shards: Vec<(Format, usize, DataFile)>, columns: &[String]) -> Vec<(usize, DataFile)> {
+    // Deterministic whatever the PATH order: by the name reports show.
+    shards.sort_by(|a, b| a.2.display.cmp(&b.2.display));
+    let mut formats: Vec<Format> = Vec::new();
+    for s in &shards {
+        if !formats.contains(&s.0) {
+            formats.push(s.0);
+        }
+    }
+    let mut kept = Vec::new();
+    for format in formats {
+        let set: Vec<&(Format, usize, DataFile)> = shards.iter().filter(|s| s.0 == format).collect();
+        let has = |deep: bool| {
+            set.iter()
+                .any(|s| format.provides(&s.2.path, columns, deep).unwrap_or(true))
+        };
+        if has(false) || has(true) {
+            kept.extend(set.iter().map(|s| (s.1, s.2.clone())));
+        }
+    }
+    kept
 }
 
 /// By the name reports show (byte-wise; for UTF-8 paths, the path's own
@@ -181,15 +320,6 @@ fn sort(files: &mut Vec<DataFile>) {
             .cmp(&(b.display.as_bytes(), b.path.as_os_str().as_encoded_bytes()))
     });
     files.dedup_by(|a, b| a.display == b.display && a.path == b.path);
-}
-
-/// Whether a search picks up `p`: a YOLO layout's `.txt` label files, or a
-/// file of a known format the schema's columns use.
-fn picked(p: &Path, columns: &[String], yolo: bool) -> bool {
-    if yolo {
-        return super::super::formats::yolo::is_label_name(p);
-    }
-    Format::from_path(p).is_some_and(|f| f.searched(p, columns))
 }
 
 /// `layout: image_folder`: each directory PATH (or directory a glob
@@ -227,40 +357,4 @@ fn image_folders(args: &[PathBuf]) -> Discovered {
     errors.extend(errs);
     sort(&mut files);
     Discovered { files, errors, notes }
-}
-
-/// Files of a known format below `dir`, hidden entries skipped.
-fn walk(dir: &Path, columns: &[String], yolo: bool, files: &mut Vec<DataFile>, errors: &mut Vec<Error>) {
-    let walker = walkdir::WalkDir::new(dir)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-    for entry in walker {
-        match entry {
-            // A dataset index: the files it lists that are not there.
-            Ok(e) if e.file_type().is_file() && e.file_name() == "index.json" => {
-                let d = e.path().parent().unwrap_or(dir);
-                errors.extend(crate::source::listed_but_missing(d).into_iter().map(|(path, message)| {
-                    Error::Discover {
-                        path: path.to_string_lossy().into_owned(),
-                        message,
-                    }
-                }));
-            }
-            Ok(e) if e.file_type().is_file() && picked(e.path(), columns, yolo) => {
-                files.push(DataFile::new(e.into_path()));
-            }
-            Ok(_) => {}
-            Err(e) => {
-                let path = e.path().unwrap_or(dir).to_string_lossy().into_owned();
-                let message = if e.loop_ancestor().is_some() {
-                    "symbolic link loop".to_string()
-                } else {
-                    e.io_error().map_or_else(|| e.to_string(), |io| io.to_string())
-                };
-                errors.push(Error::Discover { path, message });
-            }
-        }
-    }
 }

@@ -22,6 +22,7 @@
 //! load is refused) is the file's error before any pixel buffer exists.
 
 mod bmp;
+pub mod header;
 mod lossy;
 mod png;
 mod tiff;
@@ -260,13 +261,16 @@ impl Source for ImageSource {
         projection: &[usize],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        let len = std::fs::metadata(&self.path)?.len();
+        // One open, one size query, one read.
+        let mut f = std::fs::File::open(&self.path)?;
+        let len = f.metadata()?.len();
         if len > MAX_FILE_BYTES {
             return Err(ReadError::new(format!(
                 "{len} bytes: larger than the {MAX_FILE_BYTES} bytes an image file may have"
             )));
         }
-        let bytes = std::fs::read(&self.path)?;
+        let mut bytes = Vec::with_capacity(len as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut f, MAX_FILE_BYTES), &mut bytes)?;
         let field = Field::new(PIXELS, DataType::Binary, false).with_metadata(
             [(IMAGE_FIELD.to_string(), self.kind.name().to_string())]
                 .into_iter()

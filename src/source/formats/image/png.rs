@@ -31,7 +31,8 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
     let size = reader
         .output_buffer_size()
         .ok_or_else(|| "PNG: the image does not fit in memory".to_string())?;
-    let mut buf = vec![0u8; size];
+    // The last plane's allocation, zeroed: no fresh pages per image.
+    let mut buf = crate::pixels::zeroed(size);
     let out = reader.next_frame(&mut buf).map_err(|e| format!("PNG: {e}"))?;
     let line = out.line_size;
     let bits = depth as u8;

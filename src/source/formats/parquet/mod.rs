@@ -13,12 +13,22 @@
 //! row group from the footer alone; a dictionary proves one from its
 //! dictionary page alone when the footer's encoding statistics say every
 //! data page is dictionary-encoded.
+//!
+//! What must be decoded is decoded by preflight's own reader for integer
+//! columns, flat or in top-level lists (`values`, over `hybrid` and
+//! `delta`), and by arrow-rs for everything else. Both build the same
+//! arrays, so the checks and the report do not depend on the path; setting
+//! `PREFLIGHT_PARQUET_DECODER=arrow-rs` sends every column through arrow-rs
+//! (to compare the two).
 
+mod delta;
 mod footer;
+mod hybrid;
 mod pages;
 mod patched;
 mod shape;
 mod thrift;
+mod values;
 
 use std::fs::File;
 use std::ops::Range;
@@ -39,6 +49,7 @@ use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 use pages::PageWalker;
 use patched::Patched;
 use shape::ShapeReader;
+use values::{Plan, ValueReader};
 
 /// Rows per decoded batch. Small batches keep the decoder's buffers in
 /// cache (measured on 3M rows of token lists: 1K rows a batch took 2.1 s and
@@ -73,6 +84,43 @@ pub struct ParquetSource {
     /// The writer's integer `min_value`/`max_value` are exact even when
     /// not flagged so (see [`writes_exact_integer_stats`]).
     exact_integer_stats: bool,
+    /// Integer columns are decoded by `values` (unless the environment
+    /// asks for arrow-rs everywhere).
+    own_values: bool,
+}
+
+/// A column read some way other than through arrow-rs.
+enum ColumnReader<'f> {
+    Shape(Box<ShapeReader<'f>>),
+    I32(ValueReader<'f, i32>),
+    I64(ValueReader<'f, i64>),
+}
+
+impl ColumnReader<'_> {
+    fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
+        match self {
+            ColumnReader::Shape(r) => r.next_rows(n),
+            ColumnReader::I32(r) => r.next_rows(n),
+            ColumnReader::I64(r) => r.next_rows(n),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), ReadError> {
+        match self {
+            ColumnReader::Shape(r) => r.finish(),
+            ColumnReader::I32(r) => r.finish(),
+            ColumnReader::I64(r) => r.finish(),
+        }
+    }
+
+    /// Rows per batch this reader prefers, when it sets the batch size.
+    fn batch_rows(&self) -> usize {
+        match self {
+            ColumnReader::Shape(_) => BATCH_ROWS,
+            ColumnReader::I32(r) => r.batch_rows(),
+            ColumnReader::I64(r) => r.batch_rows(),
+        }
+    }
 }
 
 impl ParquetSource {
@@ -93,7 +141,7 @@ impl ParquetSource {
             let footer = u64::from(u32::from_le_bytes([len[0], len[1], len[2], len[3]]));
             let start = size.saturating_sub(8 + footer);
             if start < tail_at {
-                let rest = object.ranges(&[start..tail_at])?;
+                let rest = object.ranges(std::slice::from_ref(&(start..tail_at)))?;
                 fetched.add(start, rest.into_iter().next().unwrap_or_default());
             }
         }
@@ -148,6 +196,7 @@ impl ParquetSource {
             leaf_of,
             v2_always_compressed,
             exact_integer_stats,
+            own_values: std::env::var_os("PREFLIGHT_PARQUET_DECODER").is_none_or(|v| v != "arrow-rs"),
         })
     }
 
@@ -156,19 +205,26 @@ impl ParquetSource {
     /// if so, its leaf and the definition level of its elements.
     fn shape_leaf(&self, unit: usize, column: usize) -> Option<(usize, i16)> {
         let field = self.meta.schema().fields().get(column)?;
-        if !matches!(field.data_type(), DataType::List(_) | DataType::LargeList(_))
-            || !plain_integers(field.data_type())
-        {
+        if !plain_integers(field.data_type()) {
+            return None;
+        }
+        let (leaf, element_def) = self.list_leaf(column)?;
+        let chunk = self.meta.metadata().row_groups().get(unit)?.columns().get(leaf)?;
+        pages::supported(chunk.compression()).then_some((leaf, element_def))
+    }
+
+    /// Whether column `column` is a top-level list with one leaf at
+    /// repetition level 1; if so, its leaf and the definition level of its
+    /// elements.
+    fn list_leaf(&self, column: usize) -> Option<(usize, i16)> {
+        let field = self.meta.schema().fields().get(column)?;
+        if !matches!(field.data_type(), DataType::List(_) | DataType::LargeList(_)) {
             return None;
         }
         let leaf = (*self.leaf_of.get(column)?)?;
         let schema = self.meta.parquet_schema();
         let descr = schema.column(leaf);
         if descr.max_rep_level() != 1 || descr.max_def_level() > 255 {
-            return None;
-        }
-        let chunk = self.meta.metadata().row_groups().get(unit)?.columns().get(leaf)?;
-        if !pages::supported(chunk.compression()) {
             return None;
         }
         // The definition level of the repeated node: walk the path from the
@@ -193,6 +249,93 @@ impl ParquetSource {
             }
         }
         (level == descr.max_def_level()).then_some((leaf, element_def?))
+    }
+
+    /// How `values` decodes column `column` of row group `unit`, when it
+    /// can: integers read as arrow-rs reads them (INT32 as Int8..UInt32,
+    /// INT64 as Int64/UInt64), flat or in a top-level list, in a codec
+    /// whose pages open whole, every data page in PLAIN, a dictionary
+    /// encoding or DELTA_BINARY_PACKED (from the page headers).
+    fn value_plan(&self, file: &Blob, unit: usize, column: usize) -> Option<Plan> {
+        if !self.own_values {
+            return None;
+        }
+        let field = self.meta.schema().fields().get(column)?;
+        let leaf = (*self.leaf_of.get(column)?)?;
+        let descr = self.meta.parquet_schema().column(leaf);
+        let wide = match descr.physical_type() {
+            PhysicalType::INT32 => false,
+            PhysicalType::INT64 => true,
+            _ => return None,
+        };
+        let readable = |t: &DataType| {
+            if wide {
+                matches!(t, DataType::Int64 | DataType::UInt64)
+            } else {
+                matches!(
+                    t,
+                    DataType::Int8
+                        | DataType::Int16
+                        | DataType::Int32
+                        | DataType::UInt8
+                        | DataType::UInt16
+                        | DataType::UInt32
+                )
+            }
+        };
+        let (target, list) = match field.data_type() {
+            DataType::List(f) | DataType::LargeList(f) if readable(f.data_type()) => {
+                let (_, element_def) = self.list_leaf(column)?;
+                let large = matches!(field.data_type(), DataType::LargeList(_));
+                let list = values::ListPlan {
+                    element_def,
+                    large,
+                    field: f.clone(),
+                };
+                (f.data_type().clone(), Some(list))
+            }
+            t if readable(t) => {
+                if descr.max_rep_level() != 0 || descr.max_def_level() > 1 {
+                    return None;
+                }
+                (t.clone(), None)
+            }
+            _ => return None,
+        };
+        let chunk = self.meta.metadata().row_groups().get(unit)?.columns().get(leaf)?;
+        if !pages::whole_supported(chunk.compression()) {
+            return None;
+        }
+        let encodings = self.pages(file, unit, leaf).ok()?.data_encodings().ok()?;
+        let known = [
+            values::PLAIN,
+            values::PLAIN_DICTIONARY,
+            values::DELTA_BINARY_PACKED,
+            values::RLE_DICTIONARY,
+        ];
+        if !encodings.iter().all(|e| known.contains(e)) {
+            return None;
+        }
+        Some(Plan {
+            leaf,
+            target,
+            list,
+            max_rep: descr.max_rep_level(),
+            max_def: descr.max_def_level(),
+        })
+    }
+
+    fn value_reader<'f>(&self, file: &'f Blob, unit: usize, plan: Plan) -> Result<ColumnReader<'f>, ReadError> {
+        let pages = self
+            .pages(file, unit, plan.leaf)?
+            .v2_always_compressed(self.v2_always_compressed);
+        let wide = self.meta.parquet_schema().column(plan.leaf).physical_type() == PhysicalType::INT64;
+        let rows = self.footer_rows(unit);
+        Ok(if wide {
+            ColumnReader::I64(ValueReader::new(pages, plan, rows))
+        } else {
+            ColumnReader::I32(ValueReader::new(pages, plan, rows))
+        })
     }
 
     /// The page headers of the projected column chunks, read and checked
@@ -429,6 +572,151 @@ impl ParquetSource {
             .collect()
     }
 
+    /// Reads a unit with each projected column read as its shape (when
+    /// flagged in `shapes` and its levels can be walked), by `values`, or
+    /// by arrow-rs, assembled into batches in projection order.
+    fn read_mixed(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let at = || format!("row group {unit}");
+        // A row group the footer says is empty is read as empty, as pyarrow
+        // reads it (some writers leave its page offsets at 0).
+        if self.footer_rows(unit) == 0 {
+            return Ok(());
+        }
+        // The bytes per unit: a local file handle (reads of different units
+        // never share a file position), or the projected chunks fetched.
+        let file = self.blob(unit, &self.leaves(projection)).map_err(|e| e.at(at()))?;
+        let mut readers: Vec<Option<ColumnReader<'_>>> = Vec::with_capacity(projection.len());
+        for (&c, &s) in projection.iter().zip(shapes) {
+            let reader = if let Some((leaf, element_def)) = s.then(|| self.shape_leaf(unit, c)).flatten() {
+                Some(ColumnReader::Shape(Box::new(
+                    self.shape_reader(&file, unit, leaf, element_def)
+                        .map_err(|e| e.at(at()))?,
+                )))
+            } else if let Some(plan) = self.value_plan(&file, unit, c) {
+                Some(self.value_reader(&file, unit, plan).map_err(|e| e.at(at()))?)
+            } else {
+                None
+            };
+            readers.push(reader);
+        }
+        if readers.iter().all(Option::is_none) {
+            return self.read_from(&file, unit, projection, sink);
+        }
+        let rest: Vec<usize> = projection
+            .iter()
+            .zip(&readers)
+            .filter(|(_, r)| r.is_none())
+            .map(|(&c, _)| c)
+            .collect();
+        let batch_rows = readers
+            .iter()
+            .flatten()
+            .map(ColumnReader::batch_rows)
+            .min()
+            .unwrap_or(BATCH_ROWS);
+        let names = &self.columns;
+        // Assembles a batch of `rows` rows in projection order: shapes from
+        // their readers, the other columns from `decoded` in order.
+        let mut assemble = |rows: usize, decoded: &[ArrayRef]| -> Result<RecordBatch, ReadError> {
+            let mut decoded = decoded.iter();
+            let mut fields = Vec::with_capacity(projection.len());
+            let mut columns = Vec::with_capacity(projection.len());
+            for (&c, reader) in projection.iter().zip(readers.iter_mut()) {
+                let array = match reader {
+                    Some(r) => r.next_rows(rows).map_err(|e| e.at(at()))?,
+                    None => decoded
+                        .next()
+                        .cloned()
+                        .ok_or_else(|| ReadError::new("a decoded column is missing"))?,
+                };
+                fields.push(Field::new(names[c].clone(), array.data_type().clone(), true));
+                columns.push(array);
+            }
+            Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+        };
+        if rest.is_empty() {
+            let mut row = self.first_rows[unit];
+            let mut left = self.footer_rows(unit);
+            while left > 0 {
+                let n = left.min(batch_rows as u64) as usize;
+                let batch = assemble(n, &[])?;
+                sink(Batch { first_row: row, batch })?;
+                row += n as u64;
+                left -= n as u64;
+            }
+        } else {
+            // The decoded columns set the batch sizes; shapes follow them.
+            self.read_from(&file, unit, &rest, &mut |b| {
+                let batch = assemble(b.batch.num_rows(), b.batch.columns())?;
+                sink(Batch {
+                    first_row: b.first_row,
+                    batch,
+                })
+            })?;
+        }
+        for reader in readers.iter_mut().flatten() {
+            reader.finish().map_err(|e| e.at(at()))?;
+        }
+        Ok(())
+    }
+
+    /// Reads a unit through arrow-rs's reader, over the bytes `file` holds.
+    fn read_from(
+        &self,
+        file: &Blob,
+        unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let at = || format!("row group {unit}");
+        if self.footer_rows(unit) == 0 {
+            return Ok(());
+        }
+        let flags = self.vet_pages(file, unit, projection).map_err(|e| e.at(at()))?;
+        let mask = ProjectionMask::roots(self.meta.parquet_schema(), projection.iter().copied());
+        let fields = self.meta.schema().fields();
+        let lists = projection
+            .iter()
+            .any(|&p| fields.get(p).is_some_and(|f| f.data_type().is_nested()));
+        let batch_rows = if lists { LIST_BATCH_ROWS } else { SCALAR_BATCH_ROWS };
+        let reader =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(Patched::new(file.clone(), flags), self.meta.clone())
+                .with_row_groups(vec![unit])
+                .with_projection(mask)
+                .with_batch_size(batch_rows)
+                .build()
+                .map_err(|e| ReadError::from(e).at(at()))?;
+        // The reader returns projected columns in file order.
+        let (_, order) = crate::source::file_order(projection);
+        let said = self.footer_rows(unit);
+        let mut row = self.first_rows[unit];
+        for batch in reader {
+            let batch = batch.map_err(|e| ReadError::from(e).at(at()))?;
+            let n = batch.num_rows() as u64;
+            // Pages holding more rows than the footer says: stop at once (a
+            // few bytes can claim billions of rows).
+            if row - self.first_rows[unit] + n > said {
+                return Err(more_rows(said).at(at()));
+            }
+            let batch = batch.project(&order).map_err(|e| ReadError::from(e).at(at()))?;
+            sink(Batch { first_row: row, batch })?;
+            row += n;
+        }
+        // Pages that hold fewer rows than the footer says end the reader
+        // early without an error: a truncated or lying file, not a checked one.
+        let held = row - self.first_rows[unit];
+        if held != said {
+            return Err(fewer_rows(said, held).at(at()));
+        }
+        Ok(())
+    }
+
     /// Rows the footer says row group `unit` holds.
     fn footer_rows(&self, unit: usize) -> u64 {
         u64::try_from(self.meta.metadata().row_group(unit).num_rows()).unwrap_or(0)
@@ -479,76 +767,7 @@ impl Source for ParquetSource {
         shapes: &[bool],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        let at = || format!("row group {unit}");
-        let shaped: Vec<Option<(usize, i16)>> = projection
-            .iter()
-            .zip(shapes)
-            .map(|(&c, &s)| if s { self.shape_leaf(unit, c) } else { None })
-            .collect();
-        if shaped.iter().all(Option::is_none) || self.footer_rows(unit) == 0 {
-            return self.read(unit, projection, sink);
-        }
-        let file = self.blob(unit, &self.leaves(projection)).map_err(|e| e.at(at()))?;
-        let mut readers = Vec::new();
-        for s in &shaped {
-            readers.push(match s {
-                Some((leaf, element_def)) => Some(
-                    self.shape_reader(&file, unit, *leaf, *element_def)
-                        .map_err(|e| e.at(at()))?,
-                ),
-                None => None,
-            });
-        }
-        let names = &self.columns;
-        // Assembles a batch of `rows` rows in projection order: shapes from
-        // their readers, the other columns from `decoded` in order.
-        let mut assemble = |rows: usize, decoded: &[ArrayRef]| -> Result<RecordBatch, ReadError> {
-            let mut decoded = decoded.iter();
-            let mut fields = Vec::with_capacity(projection.len());
-            let mut columns = Vec::with_capacity(projection.len());
-            for (&c, reader) in projection.iter().zip(readers.iter_mut()) {
-                let array = match reader {
-                    Some(r) => r.next_rows(rows).map_err(|e| e.at(at()))?,
-                    None => decoded
-                        .next()
-                        .cloned()
-                        .ok_or_else(|| ReadError::new("a decoded column is missing"))?,
-                };
-                fields.push(Field::new(names[c].clone(), array.data_type().clone(), true));
-                columns.push(array);
-            }
-            Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
-        };
-        let rest: Vec<usize> = projection
-            .iter()
-            .zip(&shaped)
-            .filter(|(_, s)| s.is_none())
-            .map(|(&c, _)| c)
-            .collect();
-        if rest.is_empty() {
-            let mut row = self.first_rows[unit];
-            let mut left = self.footer_rows(unit);
-            while left > 0 {
-                let n = left.min(BATCH_ROWS as u64) as usize;
-                let batch = assemble(n, &[])?;
-                sink(Batch { first_row: row, batch })?;
-                row += n as u64;
-                left -= n as u64;
-            }
-        } else {
-            // The decoded columns set the batch sizes; shapes follow them.
-            self.read_from(&file, unit, &rest, &mut |b| {
-                let batch = assemble(b.batch.num_rows(), b.batch.columns())?;
-                sink(Batch {
-                    first_row: b.first_row,
-                    batch,
-                })
-            })?;
-        }
-        for reader in readers.iter_mut().flatten() {
-            reader.finish().map_err(|e| e.at(at()))?;
-        }
-        Ok(())
+        self.read_mixed(unit, projection, shapes, sink)
     }
 
     fn units(&self) -> usize {
@@ -561,70 +780,7 @@ impl Source for ParquetSource {
         projection: &[usize],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        // A row group the footer says is empty is read as empty, as pyarrow
-        // reads it (some writers leave its page offsets at 0).
-        if self.footer_rows(unit) == 0 {
-            return Ok(());
-        }
-        // A file handle per unit: reads of different units never share a
-        // file position.
-        let file = self
-            .blob(unit, &self.leaves(projection))
-            .map_err(|e| e.at(format!("row group {unit}")))?;
-        self.read_from(&file, unit, projection, sink)
-    }
-}
-
-impl ParquetSource {
-    /// [`Source::read`] over the bytes `file` holds.
-    fn read_from(
-        &self,
-        file: &Blob,
-        unit: usize,
-        projection: &[usize],
-        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
-    ) -> Result<(), ReadError> {
-        let at = || format!("row group {unit}");
-        if self.footer_rows(unit) == 0 {
-            return Ok(());
-        }
-        let flags = self.vet_pages(file, unit, projection).map_err(|e| e.at(at()))?;
-        let mask = ProjectionMask::roots(self.meta.parquet_schema(), projection.iter().copied());
-        let fields = self.meta.schema().fields();
-        let lists = projection
-            .iter()
-            .any(|&p| fields.get(p).is_some_and(|f| f.data_type().is_nested()));
-        let batch_rows = if lists { LIST_BATCH_ROWS } else { SCALAR_BATCH_ROWS };
-        let reader =
-            ParquetRecordBatchReaderBuilder::new_with_metadata(Patched::new(file.clone(), flags), self.meta.clone())
-                .with_row_groups(vec![unit])
-                .with_projection(mask)
-                .with_batch_size(batch_rows)
-                .build()
-                .map_err(|e| ReadError::from(e).at(at()))?;
-        // The reader returns projected columns in file order.
-        let (_, order) = crate::source::file_order(projection);
-        let said = self.footer_rows(unit);
-        let mut row = self.first_rows[unit];
-        for batch in reader {
-            let batch = batch.map_err(|e| ReadError::from(e).at(at()))?;
-            let n = batch.num_rows() as u64;
-            // Pages holding more rows than the footer says: stop at once (a
-            // few bytes can claim billions of rows).
-            if row - self.first_rows[unit] + n > said {
-                return Err(more_rows(said).at(at()));
-            }
-            let batch = batch.project(&order).map_err(|e| ReadError::from(e).at(at()))?;
-            sink(Batch { first_row: row, batch })?;
-            row += n;
-        }
-        // Pages that hold fewer rows than the footer says end the reader
-        // early without an error: a truncated or lying file, not a checked one.
-        let held = row - self.first_rows[unit];
-        if held != said {
-            return Err(fewer_rows(said, held).at(at()));
-        }
-        Ok(())
+        self.read_mixed(unit, projection, &vec![false; projection.len()], sink)
     }
 }
 
@@ -983,5 +1139,154 @@ assert 'PLAIN' in pq.ParquetFile('fallback.parquet').metadata.row_group(0).colum
             }
         }
         assert!(errors > 0 && answers > 0, "{errors} errors, {answers} answers");
+    }
+}
+
+/// preflight's own value decoding against arrow-rs's on the same files.
+#[cfg(test)]
+mod own_values {
+    use std::process::Command;
+
+    use arrow::array::{Array, ArrayRef};
+
+    use super::*;
+
+    /// Every column of every unit of `path`, concatenated, read with own
+    /// decoding on or off; and how many (unit, column) pairs took `values`.
+    fn read_all(path: &Path, own: bool) -> Result<(Vec<ArrayRef>, usize), ReadError> {
+        let mut src = ParquetSource::open(path).unwrap();
+        src.own_values = own;
+        let file = Blob::file(File::open(path).unwrap());
+        let mut out = Vec::new();
+        let mut planned = 0;
+        for c in 0..src.columns().len() {
+            let mut parts: Vec<ArrayRef> = Vec::new();
+            for unit in 0..src.units() {
+                planned += usize::from(src.footer_rows(unit) > 0 && src.value_plan(&file, unit, c).is_some());
+                src.read(unit, &[c], &mut |b| {
+                    parts.push(b.batch.column(0).clone());
+                    Ok(())
+                })?;
+            }
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            out.push(if refs.is_empty() {
+                arrow::array::new_empty_array(src.meta.schema().field(c).data_type())
+            } else {
+                arrow::compute::concat(&refs).unwrap()
+            });
+        }
+        Ok((out, planned))
+    }
+
+    fn python(dir: &Path, script: &str) {
+        let out = Command::new(crate::source::test_python())
+            .current_dir(dir)
+            .args(["-c", script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// The arrays both decoders build for every file in `dir`; returns the
+    /// file names whose columns all took the own path.
+    fn compare_dir(dir: &Path) -> Vec<String> {
+        let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        let mut own_everywhere = Vec::new();
+        for path in &files {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let (theirs, _) = read_all(path, false).unwrap_or_else(|e| panic!("{name}: arrow-rs: {e}"));
+            let (ours, planned) = read_all(path, true).unwrap_or_else(|e| panic!("{name}: own: {e}"));
+            let src = ParquetSource::open(path).unwrap();
+            assert_eq!(theirs.len(), ours.len());
+            for (c, (a, b)) in theirs.iter().zip(&ours).enumerate() {
+                assert_eq!(a.data_type(), b.data_type(), "{name} column {c}");
+                assert_eq!(a.to_data(), b.to_data(), "{name} column {c}");
+            }
+            let units_with_rows = (0..src.units()).filter(|&u| src.footer_rows(u) > 0).count();
+            if planned == units_with_rows * src.columns().len() {
+                own_everywhere.push(name);
+            }
+        }
+        own_everywhere
+    }
+
+    #[test]
+    fn own_decoding_builds_the_arrays_arrow_rs_builds() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = r#"
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq, polars as pl, duckdb
+rng = np.random.default_rng(5)
+n = 5000
+def ints(t, lo, hi, nulls):
+    v = rng.integers(lo, hi, n, endpoint=True, dtype=np.uint64 if hi >= 2**63 else np.int64)
+    mask = rng.random(n) < nulls
+    return pa.array([None if m else int(x) for x, m in zip(v, mask)], t)
+rows = []
+for i in range(n):
+    u = rng.random()
+    rows.append(None if u < 0.03 else [] if u < 0.06 else
+                [None if rng.random() < 0.01 else int(x) for x in rng.integers(-5, 30522, int(rng.integers(1, 60)))])
+full = [r if r is not None else [] for r in rows]
+full = [[x if x is not None else 7 for x in r] for r in full]
+t = pa.table({
+    'i8': ints(pa.int8(), -128, 127, 0.05), 'i16': ints(pa.int16(), -2**15, 2**15 - 1, 0.0),
+    'i32': ints(pa.int32(), -2**31, 2**31 - 1, 0.1), 'i64': ints(pa.int64(), -2**63, 2**63 - 1, 0.02),
+    'u8': ints(pa.uint8(), 0, 255, 0.05), 'u16': ints(pa.uint16(), 0, 2**16 - 1, 0.0),
+    'u32': ints(pa.uint32(), 0, 2**32 - 1, 0.05), 'u64': ints(pa.uint64(), 0, 2**64 - 1, 0.05),
+    'few': ints(pa.int64(), 0, 9, 0.2),
+    'ids': pa.array(rows, pa.list_(pa.int32())),
+    'big': pa.array(rows, pa.large_list(pa.int64())),
+    'req': pa.array(full, pa.list_(pa.field('item', pa.int32(), nullable=False))),
+})
+for codec in ['none', 'snappy', 'gzip', 'zstd', 'lz4', 'brotli']:
+    for v in ['1.0', '2.0']:
+        for dic in [False, True]:
+            pq.write_table(t, f'pa_{codec}_{v}_{dic}.parquet', compression=codec, data_page_version=v,
+                           data_page_size=700, use_dictionary=dic, row_group_size=2100, write_batch_size=53)
+delta = {c: 'DELTA_BINARY_PACKED' for c in t.column_names}
+for v in ['1.0', '2.0']:
+    pq.write_table(t, f'pa_delta_{v}.parquet', use_dictionary=False, column_encoding=delta, data_page_version=v, data_page_size=900)
+pq.write_table(t, 'pa_dict_fallback.parquet', dictionary_pagesize_limit=300, data_page_size=400)
+pq.write_table(t.slice(0, 0), 'pa_empty.parquet')
+pl.from_arrow(t).write_parquet('polars.parquet', row_group_size=1000, data_page_size=1024)
+pl.from_arrow(t).write_parquet('polars_zstd_stats.parquet', compression='zstd', statistics=True)
+# DuckDB's V2 files store full-range 32-bit deltas that neither pyarrow nor
+# arrow-rs reads ('min_delta' too large): those two columns are left out.
+d = t.drop_columns(['i32', 'u32'])
+con = duckdb.connect(); con.register('d', d)
+for v in ['V1', 'V2']:
+    con.execute(f"COPY d TO 'duckdb_{v}.parquet' (FORMAT parquet, ROW_GROUP_SIZE 2048, PARQUET_VERSION {v})")
+"#;
+        python(dir.path(), script);
+        let own = compare_dir(dir.path());
+        // Every pyarrow file takes the own path for every column.
+        for name in [
+            "pa_zstd_2.0_True.parquet",
+            "pa_brotli_1.0_False.parquet",
+            "pa_delta_1.0.parquet",
+            "pa_delta_2.0.parquet",
+            "pa_dict_fallback.parquet",
+            "pa_none_1.0_True.parquet",
+            "pa_lz4_2.0_True.parquet",
+            "pa_gzip_1.0_True.parquet",
+            "pa_snappy_2.0_False.parquet",
+        ] {
+            assert!(
+                own.iter().any(|o| o == name),
+                "{name} did not take the own path: {own:?}"
+            );
+        }
+        for name in [
+            "polars.parquet",
+            "polars_zstd_stats.parquet",
+            "duckdb_V1.parquet",
+            "duckdb_V2.parquet",
+        ] {
+            assert!(
+                own.iter().any(|o| o == name),
+                "{name} did not take the own path: {own:?}"
+            );
+        }
     }
 }

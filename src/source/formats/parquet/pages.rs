@@ -85,6 +85,32 @@ pub(super) struct PageWalker<'f> {
     plain: Vec<u8>,
     /// Created on the first zstd page, then reused.
     zstd: Option<zstd::zstd_safe::DCtx<'static>>,
+    /// The writer compressed v2 data pages whatever their headers say.
+    v2_always_compressed: bool,
+}
+
+/// Where the parts of a whole data page lie in the buffer it was
+/// decompressed into (see [`PageWalker::next_whole_page`]).
+#[derive(Debug, Clone)]
+pub(super) struct WholePage {
+    /// Level slots in the page.
+    pub values: usize,
+    /// The values' encoding (Parquet's code).
+    pub encoding: i32,
+    pub rep: std::ops::Range<usize>,
+    pub rep_encoding: LevelEncoding,
+    pub def: std::ops::Range<usize>,
+    pub def_encoding: LevelEncoding,
+    /// The encoded values behind the levels.
+    pub body: std::ops::Range<usize>,
+}
+
+/// A page as [`PageWalker::next_whole_page`] hands it out.
+#[derive(Debug, Clone)]
+pub(super) enum Whole {
+    /// A dictionary page of this many entries: the whole buffer.
+    Dictionary(usize),
+    Data(WholePage),
 }
 
 impl<'f> PageWalker<'f> {
@@ -115,6 +141,7 @@ impl<'f> PageWalker<'f> {
             whole: Vec::new(),
             plain: Vec::new(),
             zstd: None,
+            v2_always_compressed: false,
         })
     }
 
@@ -122,6 +149,151 @@ impl<'f> PageWalker<'f> {
     /// over the dictionary page alone.
     pub fn end_at(&mut self, end: u64) {
         self.end = self.end.min(end);
+    }
+
+    /// Treat v2 data pages as compressed whatever their headers say (see
+    /// `patched`).
+    pub fn v2_always_compressed(mut self, yes: bool) -> Self {
+        self.v2_always_compressed = yes;
+        self
+    }
+
+    /// The value encodings of the chunk's data pages (Parquet's codes,
+    /// sorted, without repeats), from the page headers alone.
+    pub fn data_encodings(&mut self) -> Result<Vec<i32>, ReadError> {
+        let mut found = Vec::new();
+        while let Some((header, _, _)) = self.next_header()? {
+            if let Kind::DataV1 { encoding, .. } | Kind::DataV2 { encoding, .. } = header.kind
+                && !found.contains(&encoding)
+            {
+                found.push(encoding);
+            }
+        }
+        found.sort_unstable();
+        Ok(found)
+    }
+
+    /// The next dictionary or data page, decompressed whole into `out`
+    /// (cleared first, its capacity reused); `None` at the end of the chunk.
+    /// Memory follows the bytes a page really decompresses to, never a size
+    /// its header claims beyond what the codec can reach.
+    pub fn next_whole_page(&mut self, out: &mut Vec<u8>) -> Result<Option<Whole>, ReadError> {
+        out.clear();
+        loop {
+            let Some((header, at, body)) = self.next_header()? else {
+                return Ok(None);
+            };
+            let compressed = header.compressed as usize;
+            let uncompressed = header.uncompressed as usize;
+            let with_at = |e: ReadError| ReadError::new(format!("page at byte {at}: {}", e.message));
+            match header.kind {
+                Kind::Dictionary { values } => {
+                    let entries = count(values, at)?;
+                    self.compressed.resize(compressed, 0);
+                    self.file.read_exact_at(&mut self.compressed, body)?;
+                    decompress_append(self.codec, &self.compressed, uncompressed, out, &mut self.zstd)
+                        .map_err(with_at)?;
+                    return Ok(Some(Whole::Dictionary(entries)));
+                }
+                Kind::DataV1 {
+                    values,
+                    encoding,
+                    rep_encoding,
+                    def_encoding,
+                } => {
+                    let values = count(values, at)?;
+                    let rep_encoding = level_encoding(rep_encoding, at)?;
+                    let def_encoding = level_encoding(def_encoding, at)?;
+                    self.compressed.resize(compressed, 0);
+                    self.file.read_exact_at(&mut self.compressed, body)?;
+                    decompress_append(self.codec, &self.compressed, uncompressed, out, &mut self.zstd)
+                        .map_err(with_at)?;
+                    let mut pos = 0;
+                    let mut section =
+                        |max: i16, encoding: LevelEncoding| -> Result<std::ops::Range<usize>, ReadError> {
+                            if max == 0 {
+                                return Ok(pos..pos);
+                            }
+                            let (start, len) = match encoding {
+                                LevelEncoding::Rle => {
+                                    let prefix = out
+                                        .get(pos..pos + 4)
+                                        .ok_or_else(|| ReadError::new("the page ends inside its levels"))?;
+                                    let len = i32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+                                    let len = usize::try_from(len)
+                                        .map_err(|_| ReadError::new("a level run has a negative length"))?;
+                                    (pos + 4, len)
+                                }
+                                LevelEncoding::BitPacked => {
+                                    let bits = values as u64 * u64::from(bit_width(max));
+                                    (pos, usize::try_from(bits.div_ceil(8)).unwrap_or(usize::MAX))
+                                }
+                            };
+                            let end = start
+                                .checked_add(len)
+                                .filter(|&e| e <= out.len())
+                                .ok_or_else(|| ReadError::new("the page ends inside its levels"))?;
+                            pos = end;
+                            Ok(start..end)
+                        };
+                    let rep = section(self.max_rep, rep_encoding).map_err(with_at)?;
+                    let def = section(self.max_def, def_encoding).map_err(with_at)?;
+                    let body = pos..out.len();
+                    return Ok(Some(Whole::Data(WholePage {
+                        values,
+                        encoding,
+                        rep,
+                        rep_encoding,
+                        def,
+                        def_encoding,
+                        body,
+                    })));
+                }
+                Kind::DataV2 {
+                    values,
+                    encoding,
+                    rep_len,
+                    def_len,
+                    uncompressed_flag,
+                } => {
+                    let values = count(values, at)?;
+                    let rep_len = count(rep_len, at)?;
+                    let def_len = count(def_len, at)?;
+                    let levels = rep_len + def_len;
+                    if levels > compressed || levels > uncompressed {
+                        return Err(ReadError::new(format!(
+                            "page at byte {at}: its levels ({levels} bytes) are longer than the page"
+                        )));
+                    }
+                    self.compressed.resize(compressed, 0);
+                    self.file.read_exact_at(&mut self.compressed, body)?;
+                    out.extend_from_slice(&self.compressed[..levels]);
+                    let packed = uncompressed_flag.is_none() || self.v2_always_compressed;
+                    let codec = if packed { self.codec } else { Compression::UNCOMPRESSED };
+                    // An empty values section is stored as nothing, whatever the codec.
+                    if uncompressed > levels {
+                        decompress_append(
+                            codec,
+                            &self.compressed[levels..],
+                            uncompressed - levels,
+                            out,
+                            &mut self.zstd,
+                        )
+                        .map_err(with_at)?;
+                    }
+                    return Ok(Some(Whole::Data(WholePage {
+                        values,
+                        encoding,
+                        rep: 0..rep_len,
+                        rep_encoding: LevelEncoding::Rle,
+                        def: rep_len..levels,
+                        def_encoding: LevelEncoding::Rle,
+                        body: levels..out.len(),
+                    })));
+                }
+                Kind::Other => continue,
+            }
+        }
     }
 
     /// The next page's header, where it starts and where its body starts,
@@ -370,6 +542,7 @@ impl<'f> PageWalker<'f> {
                 // Block formats: the page is decompressed whole.
                 self.compressed.resize(compressed as usize, 0);
                 self.file.read_exact_at(&mut self.compressed, body)?;
+                self.whole.clear();
                 decompress_block(self.codec, &self.compressed, uncompressed, &mut self.whole)?;
                 read(&mut self.plain, &mut io::Cursor::new(&self.whole))?
             }
@@ -400,8 +573,8 @@ fn fill_ratio(codec: Compression) -> Option<u64> {
     }
 }
 
-/// Decompresses a whole snappy or LZ4 block, refusing sizes the codec
-/// cannot reach from the compressed bytes.
+/// Decompresses a whole snappy or LZ4 block onto the end of `out`,
+/// refusing sizes the codec cannot reach from the compressed bytes.
 fn decompress_block(codec: Compression, input: &[u8], uncompressed: usize, out: &mut Vec<u8>) -> Result<(), ReadError> {
     let ratio = fill_ratio(codec).unwrap_or(1) as usize;
     if uncompressed > input.len().saturating_mul(ratio).saturating_add(4096) {
@@ -410,7 +583,9 @@ fn decompress_block(codec: Compression, input: &[u8], uncompressed: usize, out: 
             input.len()
         )));
     }
-    out.resize(uncompressed, 0);
+    let start = out.len();
+    out.resize(start + uncompressed, 0);
+    let dest = &mut out[start..];
     let n = match codec {
         Compression::SNAPPY => {
             let len = snap::raw::decompress_len(input).map_err(|e| ReadError::new(format!("snappy: {e}")))?;
@@ -420,12 +595,69 @@ fn decompress_block(codec: Compression, input: &[u8], uncompressed: usize, out: 
                 )));
             }
             snap::raw::Decoder::new()
-                .decompress(input, out)
+                .decompress(input, dest)
                 .map_err(|e| ReadError::new(format!("snappy: {e}")))?
         }
-        _ => lz4_flex::block::decompress_into(input, out).map_err(|e| ReadError::new(format!("lz4: {e}")))?,
+        _ => lz4_flex::block::decompress_into(input, dest).map_err(|e| ReadError::new(format!("lz4: {e}")))?,
     };
-    out.truncate(n);
+    out.truncate(start + n);
+    Ok(())
+}
+
+/// The codecs whose pages can be decompressed whole (`next_whole_page`).
+pub(super) fn whole_supported(codec: Compression) -> bool {
+    supported(codec) || matches!(codec, Compression::BROTLI(_))
+}
+
+/// Decompresses a page of `uncompressed` bytes onto the end of `out`.
+/// Stream codecs grow `out` with the bytes the page really holds, past a
+/// first reservation capped at 64 MiB.
+fn decompress_append(
+    codec: Compression,
+    input: &[u8],
+    uncompressed: usize,
+    out: &mut Vec<u8>,
+    zstd: &mut Option<zstd::zstd_safe::DCtx<'static>>,
+) -> Result<(), ReadError> {
+    let start = out.len();
+    let limit = uncompressed as u64 + 1;
+    match codec {
+        Compression::UNCOMPRESSED => out.extend_from_slice(input),
+        Compression::SNAPPY | Compression::LZ4_RAW => {
+            decompress_block(codec, input, uncompressed, out)?;
+        }
+        Compression::ZSTD(_) => {
+            out.reserve(uncompressed.min(64 << 20));
+            let ctx = zstd.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+            ctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                .map_err(|_| ReadError::new("zstd: cannot reset the decoder"))?;
+            zstd::stream::read::Decoder::with_context(input, ctx)
+                .take(limit)
+                .read_to_end(out)
+                .map_err(|e| ReadError::new(format!("zstd: {e}")))?;
+        }
+        Compression::GZIP(_) => {
+            out.reserve(uncompressed.min(64 << 20));
+            flate2::read::MultiGzDecoder::new(input)
+                .take(limit)
+                .read_to_end(out)
+                .map_err(|e| ReadError::new(format!("gzip: {e}")))?;
+        }
+        Compression::BROTLI(_) => {
+            out.reserve(uncompressed.min(64 << 20));
+            brotli::Decompressor::new(input, 4096)
+                .take(limit)
+                .read_to_end(out)
+                .map_err(|e| ReadError::new(format!("brotli: {e}")))?;
+        }
+        other => return Err(ReadError::new(format!("{other} pages are not read here"))),
+    }
+    if out.len() - start != uncompressed {
+        return Err(ReadError::new(format!(
+            "the page holds {} bytes, its header says {uncompressed}",
+            out.len() - start
+        )));
+    }
     Ok(())
 }
 
@@ -599,24 +831,13 @@ fn parse_header(buf: &[u8]) -> Result<(Header, usize), Bad> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::thrift::push_uleb128 as varint;
     use super::super::thrift::*;
     use super::*;
 
     /// A compact-protocol writer for hand-made headers.
     fn field(out: &mut Vec<u8>, delta: u8, ty: u8) {
         out.push(delta << 4 | ty);
-    }
-
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
     }
 
     fn i32f(out: &mut Vec<u8>, delta: u8, v: i32) {

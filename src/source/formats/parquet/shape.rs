@@ -16,6 +16,7 @@ use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field};
 
 use super::pages::{LevelEncoding, PageWalker, bit_width};
+use super::thrift::{Bad, uleb128};
 use crate::source::ReadError;
 
 /// Reads the shapes of one list column chunk, batch by batch.
@@ -385,20 +386,10 @@ impl Levels {
         if self.encoding == LevelEncoding::BitPacked {
             return Err(end());
         }
-        let mut header = 0u64;
-        let mut shift = 0;
-        loop {
-            let b = *data.get(self.pos).ok_or_else(end)?;
-            self.pos += 1;
-            if shift > 63 {
-                return Err(ReadError::new("a level run header overflows"));
-            }
-            header |= u64::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
+        let header = uleb128(data, &mut self.pos, data.len()).map_err(|e| match e {
+            Bad::Short => end(),
+            Bad::Corrupt(_) => ReadError::new("a level run header overflows"),
+        })?;
         let count = usize::try_from(header >> 1).unwrap_or(usize::MAX);
         if header & 1 == 0 {
             let v = *data.get(self.pos).ok_or_else(end)?;
@@ -464,6 +455,7 @@ impl Levels {
 
 #[cfg(test)]
 mod tests {
+    use super::super::thrift::push_uleb128 as push_varint;
     use super::*;
 
     /// Encodes levels in the hybrid encoding: runs of 8+ equal values as
@@ -498,14 +490,6 @@ mod tests {
             }
         }
         out
-    }
-
-    fn push_varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
     }
 
     fn decode_all(data: &[u8], encoding: LevelEncoding, max: i16, n: usize) -> Result<Vec<u8>, ReadError> {

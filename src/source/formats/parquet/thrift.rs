@@ -28,6 +28,42 @@ pub(super) const UUID: u8 = 13;
 /// Nesting deeper than this is corrupt (Parquet's headers nest 3 deep).
 pub(super) const MAX_DEPTH: u32 = 32;
 
+/// Writes `v` as [`uleb128`] reads it (hand-made pages in tests).
+#[cfg(test)]
+pub(super) fn push_uleb128(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// An unsigned LEB128 varint in `data[*pos..end]`, `pos` advanced past it:
+/// Thrift's compact integers, the RLE/bit-packed hybrid's run headers and
+/// DELTA_BINARY_PACKED's header fields all use it.
+pub(super) fn uleb128(data: &[u8], pos: &mut usize, end: usize) -> Result<u64, Bad> {
+    let mut v = 0u64;
+    for shift in (0..70).step_by(7) {
+        if *pos >= end.min(data.len()) {
+            return Err(Bad::Short);
+        }
+        let b = data[*pos];
+        *pos += 1;
+        if shift == 63 && b > 1 {
+            return Err(Bad::Corrupt("a varint overflows 64 bits"));
+        }
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(Bad::Corrupt("a varint overflows 64 bits"))
+}
+
 /// A reader of the Thrift compact protocol over a byte slice.
 pub(super) struct Compact<'a> {
     pub buf: &'a [u8],
@@ -51,18 +87,7 @@ impl Compact<'_> {
     }
 
     pub(super) fn varint(&mut self) -> Result<u64, Bad> {
-        let mut v = 0u64;
-        for shift in (0..70).step_by(7) {
-            let b = self.byte()?;
-            if shift == 63 && b > 1 {
-                return Err(Bad::Corrupt("a varint overflows 64 bits"));
-            }
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(Bad::Corrupt("a varint overflows 64 bits"))
+        uleb128(self.buf, &mut self.pos, self.buf.len())
     }
 
     pub(super) fn zigzag(&mut self) -> Result<i64, Bad> {

@@ -47,6 +47,27 @@ fn check_data(data: &[u8], crc: &[u8], record: u64) -> Result<(), ReadError> {
     Ok(())
 }
 
+/// The data range [start, end) of the record whose header `h` (its 12
+/// bytes, or fewer when the file ends sooner) is at `pos` of a file of
+/// `total` bytes; its length checksum checked, its data checksum (4 bytes
+/// at `end`) within the file.
+pub(super) fn frame(h: &[u8], pos: usize, total: usize, record: u64) -> Result<(usize, usize), ReadError> {
+    let rest = total - pos;
+    if h.len() < 12 {
+        return Err(ReadError::new(format!("truncated record header ({rest} bytes left)")).at(at(record)));
+    }
+    let len = header(h, record)?;
+    if len > (rest - 12) as u64 || (rest - 12) as u64 - len < 4 {
+        return Err(ReadError::new(format!(
+            "length {len} runs past the end of the file ({} bytes left)",
+            rest - 12
+        ))
+        .at(at(record)));
+    }
+    let start = pos + 12;
+    Ok((start, start + len as usize))
+}
+
 /// Records of a memory-mapped file, from a byte offset.
 pub(super) struct MapRecords {
     pub data: Bytes,
@@ -60,25 +81,12 @@ pub(super) struct MapRecords {
 impl MapRecords {
     /// The next record's (offset, data), `None` at the end of the file.
     pub fn next_record(&mut self) -> Result<Option<(usize, Bytes)>, ReadError> {
-        let rest = self.data.len() - self.pos;
-        if rest == 0 {
+        if self.pos == self.data.len() {
             return Ok(None);
         }
         let record = self.record;
-        if rest < 12 {
-            return Err(ReadError::new(format!("truncated record header ({rest} bytes left)")).at(at(record)));
-        }
-        let h = &self.data[self.pos..self.pos + 12];
-        let len = header(h, record)?;
-        let start = self.pos + 12;
-        if len > (rest - 12) as u64 || (rest - 12) as u64 - len < 4 {
-            return Err(ReadError::new(format!(
-                "length {len} runs past the end of the file ({} bytes left)",
-                rest - 12
-            ))
-            .at(at(record)));
-        }
-        let end = start + len as usize;
+        let h = self.data.get(self.pos..self.pos + 12).unwrap_or(&self.data[self.pos..]);
+        let (start, end) = frame(h, self.pos, self.data.len(), record)?;
         if self.check_data {
             check_data(&self.data[start..end], &self.data[end..end + 4], record)?;
         }
@@ -86,12 +94,6 @@ impl MapRecords {
         self.pos = end + 4;
         self.record += 1;
         Ok(Some((offset, self.data.slice(start..end))))
-    }
-
-    /// Whether the record's data checksum holds (to explain a parse failure).
-    pub fn data_ok(&self, data: &Bytes) -> bool {
-        let crc = &self.data[self.pos - 4..self.pos];
-        masked_crc(data) == u32_at(crc)
     }
 }
 

@@ -22,6 +22,7 @@
 
 mod framing;
 mod proto;
+mod skim;
 
 use std::fs::File;
 use std::io::BufReader;
@@ -41,6 +42,9 @@ use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// An uncompressed file is split into units of about this many bytes.
 const UNIT_BYTES: usize = 16 << 20;
+/// Records of at least this many bytes are listed by position ([`skim`]);
+/// smaller ones, whose pages the listing touches anyway, through the map.
+const SKIM_MIN: usize = 16 << 10;
 /// Most distinct feature names a file may have (they are its columns).
 const MAX_FEATURES: usize = 100_000;
 /// Feature bytes gathered into one batch before it is handed on.
@@ -147,33 +151,41 @@ struct Lister {
 impl Lister {
     fn record(&mut self, data: Bytes, record: u64) -> Result<(), String> {
         for e in entries(data)? {
-            let key = std::str::from_utf8(&e.key).unwrap_or_default();
-            let c = match self.index.get(&e.key) {
-                Some(&c) => c,
-                None => {
-                    if self.columns.len() >= MAX_FEATURES {
-                        return Err(format!(
-                            "more than {MAX_FEATURES} distinct features: not read by preflight"
-                        ));
-                    }
-                    self.columns.push(key.to_string());
-                    self.kinds.push(None);
-                    self.index.insert(e.key.clone(), self.columns.len() - 1);
-                    self.columns.len() - 1
-                }
-            };
-            let Some(kind) = kind_of(&e.value)? else { continue };
-            match self.kinds[c] {
-                None => self.kinds[c] = Some((kind, record)),
-                Some((k, first)) if k != kind => {
+            let kind = kind_of(&e.value)?;
+            self.add(&e.key, kind, record)?;
+        }
+        Ok(())
+    }
+
+    /// One entry of record `record`: its (UTF-8) key and kind.
+    fn add(&mut self, key: &[u8], kind: Option<FKind>, record: u64) -> Result<(), String> {
+        let c = match self.index.get(key) {
+            Some(&c) => c,
+            None => {
+                if self.columns.len() >= MAX_FEATURES {
                     return Err(format!(
-                        "feature '{key}' is {} here but {} in record {first}: no reader gives it one type",
-                        kind.name(),
-                        k.name()
+                        "more than {MAX_FEATURES} distinct features: not read by preflight"
                     ));
                 }
-                Some(_) => {}
+                self.columns
+                    .push(std::str::from_utf8(key).unwrap_or_default().to_string());
+                self.kinds.push(None);
+                self.index.insert(Bytes::copy_from_slice(key), self.columns.len() - 1);
+                self.columns.len() - 1
             }
+        };
+        let Some(kind) = kind else { return Ok(()) };
+        match self.kinds[c] {
+            None => self.kinds[c] = Some((kind, record)),
+            Some((k, first)) if k != kind => {
+                return Err(format!(
+                    "feature '{}' is {} here but {} in record {first}: no reader gives it one type",
+                    self.columns[c],
+                    kind.name(),
+                    k.name()
+                ));
+            }
+            Some(_) => {}
         }
         Ok(())
     }
@@ -182,11 +194,12 @@ impl Lister {
 impl TfRecordSource {
     /// Lists the file at `path`.
     pub fn open(path: &Path) -> Result<TfRecordSource, ReadError> {
-        TfRecordSource::open_split(path, UNIT_BYTES)
+        TfRecordSource::open_split(path, UNIT_BYTES, SKIM_MIN)
     }
 
-    /// [`TfRecordSource::open`] with units of about `unit_bytes`.
-    fn open_split(path: &Path, unit_bytes: usize) -> Result<TfRecordSource, ReadError> {
+    /// [`TfRecordSource::open`] with units of about `unit_bytes`, records
+    /// of `skim_min` bytes or more listed by position.
+    fn open_split(path: &Path, unit_bytes: usize, skim_min: usize) -> Result<TfRecordSource, ReadError> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_ascii_lowercase())
@@ -226,26 +239,33 @@ impl TfRecordSource {
             // file changed underneath gives wrong values, not unsafety here.
             let map = Arc::new(unsafe { Mmap::map(&file)? });
             let all = Bytes::from_owner(MapOwner(Arc::clone(&map)));
-            let mut records = MapRecords {
-                data: all.clone(),
-                pos: 0,
-                record: 0,
-                check_data: false,
-            };
+            // Large records are listed by position (see `skim`): headers
+            // too, while the records are large.
+            let mut cursor = skim::Cursor::new(storage::PosReader::new(file.try_clone()?, 0));
+            let mut skimmed = skim::Skimmed::default();
+            let mut large = true;
+            // The next record's offset and number.
+            let (mut pos, mut record) = (0usize, 0u64);
             let mut unit_start = 0usize;
-            loop {
-                let got = records.next_record();
-                let got = match got {
-                    Err(e) if records.record == 0 && map.starts_with(&[0x1f, 0x8b]) => {
+            while pos < map.len() {
+                let (offset, r) = (pos, record);
+                let mut h = [0u8; 12];
+                let head = if large && map.len() - offset >= 12 && cursor.read_at(offset as u64, &mut h).is_some() {
+                    &h[..]
+                } else {
+                    map.get(offset..offset + 12).unwrap_or(&map[offset..])
+                };
+                let (start, end) = match framing::frame(head, offset, map.len(), r) {
+                    Err(e) if r == 0 && map.starts_with(&[0x1f, 0x8b]) => {
                         return Err(ReadError::new(format!(
                             "{}; the file is gzip-compressed: name it .gz",
                             e.message
                         )));
                     }
-                    g => g?,
+                    f => f?,
                 };
-                let Some((offset, data)) = got else { break };
-                let r = records.record - 1;
+                pos = end + 4;
+                record += 1;
                 if offset - unit_start >= unit_bytes || units.is_empty() {
                     if let Some(u) = units.last_mut() {
                         let u: &mut Unit = u;
@@ -261,8 +281,18 @@ impl TfRecordSource {
                     });
                     unit_start = offset;
                 }
+                large = end - start >= skim_min;
+                if large && skim::example(&mut cursor, start as u64, end as u64, &mut skimmed).is_some() {
+                    for (key, kind) in skimmed.iter() {
+                        lister
+                            .add(key, kind, r)
+                            .map_err(|e| ReadError::new(e).at(format!("record {r}")))?;
+                    }
+                    continue;
+                }
+                let data = all.slice(start..end);
                 if let Err(e) = lister.record(data.clone(), r) {
-                    let e = if records.data_ok(&data) {
+                    let e = if framing::masked_crc(&data).to_le_bytes() == map[end..end + 4] {
                         e
                     } else {
                         "data checksum mismatch: the record is damaged".into()
@@ -271,7 +301,7 @@ impl TfRecordSource {
                 }
             }
             if let Some(u) = units.last_mut() {
-                u.rows = records.record - u.first_row;
+                u.rows = record - u.first_row;
             }
             storage::release(&map, 0, map.len());
             Some((map, all))
@@ -550,23 +580,46 @@ pub(crate) fn looks_like(head: &[u8]) -> bool {
     head.len() >= 12 && framing::masked_crc(&head[..8]).to_le_bytes() == head[8..12]
 }
 
-/// Whether a directory search picks up the file for a schema with these
-/// columns: when its first record has a feature the schema names (a file
-/// whose first record cannot be read is picked up, so that its error is
-/// reported).
-pub(crate) fn provides_any(path: &Path, columns: &[String]) -> bool {
+/// Whether the file has a feature the schema's `columns` name: in its first
+/// record only (`deep` false: a directory search's cheap look), or in any
+/// record (`deep` true: feature names only, values and data checksums
+/// skipped). A file whose records cannot be read answers true, so that its
+/// error is reported.
+pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    let first = if name.ends_with(".gz") {
+    let has = |data: &Bytes| match entries(data.clone()) {
+        Ok(es) => es
+            .iter()
+            .any(|e| columns.iter().any(|c| c.as_bytes() == e.key.as_ref())),
+        Err(_) => true,
+    };
+    if name.ends_with(".gz") {
         let Ok(reader) = stream(path) else { return true };
-        StreamRecords { reader, record: 0 }.next_record()
+        let mut records = StreamRecords { reader, record: 0 };
+        loop {
+            match records.next_record() {
+                Ok(Some(data)) if has(&data) => return true,
+                Ok(Some(_)) if deep => {}
+                Ok(_) => return false,
+                Err(_) => return true,
+            }
+        }
+    }
+    let Ok(file) = File::open(path) else { return true };
+    let data = if deep {
+        // SAFETY: as in `open_split`: a read-only map of a file preflight
+        // does not write.
+        let Ok(map) = (unsafe { Mmap::map(&file) }) else {
+            return true;
+        };
+        Bytes::from_owner(MapOwner(Arc::new(map)))
     } else {
-        let Ok(file) = File::open(path) else { return true };
+        // The first record's header, then the record itself (bounded).
         let mut head = Vec::new();
         use std::io::Read;
-        // The first record's header, then the record itself (bounded).
         let mut r = file.take(12);
         if r.read_to_end(&mut head).is_err() || head.len() < 12 {
             return true;
@@ -579,24 +632,21 @@ pub(crate) fn provides_any(path: &Path, columns: &[String]) -> bool {
         if file.read_to_end(&mut head).is_err() {
             return true;
         }
-        MapRecords {
-            data: Bytes::from(head),
-            pos: 0,
-            record: 0,
-            check_data: true,
-        }
-        .next_record()
-        .map(|r| r.map(|(_, d)| d))
+        Bytes::from(head)
     };
-    match first {
-        Ok(Some(data)) => match entries(data) {
-            Ok(es) => es
-                .iter()
-                .any(|e| columns.iter().any(|c| c.as_bytes() == e.key.as_ref())),
-            Err(_) => true,
-        },
-        Ok(None) => false,
-        Err(_) => true,
+    let mut records = MapRecords {
+        data,
+        pos: 0,
+        record: 0,
+        check_data: !deep,
+    };
+    loop {
+        match records.next_record() {
+            Ok(Some((_, data))) if has(&data) => return true,
+            Ok(Some(_)) if deep => {}
+            Ok(_) => return false,
+            Err(_) => return true,
+        }
     }
 }
 
@@ -651,7 +701,7 @@ mod tests {
         let path = dir.path().join("t.tfrecord");
         let whole = TfRecordSource::open(&path).expect("open");
         assert_eq!(whole.units(), 1);
-        let split = TfRecordSource::open_split(&path, 8 << 10).expect("open");
+        let split = TfRecordSource::open_split(&path, 8 << 10, SKIM_MIN).expect("open");
         assert!(split.units() > 10, "{} units", split.units());
         let label = whole.columns().iter().position(|c| c == "label").expect("label");
         let a = read_all(&whole, label);
@@ -660,6 +710,53 @@ mod tests {
             .map(|i| (i, (i % 9 != 0).then(|| vec![i as i64, -(i as i64)])))
             .collect();
         assert_eq!(a, expected);
+    }
+
+    #[test]
+    fn listing_by_position_lists_what_the_map_lists() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Large records; `late` appears in record 30 only; `x` changes kind
+        // in the second file's record 40.
+        python(
+            dir.path(),
+            "from tfrecord import TFRecordWriter\n\
+             for name, bad in [('a.tfrecord', False), ('b.tfrecord', True)]:\n\
+             \x20   w = TFRecordWriter(name)\n\
+             \x20   for i in range(50):\n\
+             \x20       d = {'image': (bytes(30000 + i), 'byte'), 'x': ([i], 'float' if bad and i == 40 else 'int')}\n\
+             \x20       if i == 30: d['late'] = (b'z', 'byte')\n\
+             \x20       w.write(d)\n\
+             \x20   w.close()\n",
+        );
+        let a = dir.path().join("a.tfrecord");
+        let by_map = TfRecordSource::open_split(&a, 1 << 20, usize::MAX).expect("open");
+        let by_pos = TfRecordSource::open_split(&a, 1 << 20, 0).expect("open");
+        // (The writer's protobuf orders map entries as it likes.)
+        let mut names = by_pos.columns().to_vec();
+        names.sort();
+        assert_eq!(names, ["image", "late", "x"]);
+        assert_eq!(by_pos.columns(), by_map.columns());
+        assert_eq!(by_pos.kinds, by_map.kinds);
+        let late = by_pos.columns().iter().position(|c| c == "late").expect("late");
+        assert_eq!(by_pos.kinds[late], Some((FKind::Bytes, 30)));
+        let units = |s: &TfRecordSource| {
+            s.units
+                .iter()
+                .map(|u| (u.offset, u.first_row, u.rows))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(units(&by_pos), units(&by_map));
+        assert!(by_pos.units() > 1);
+        let x = by_pos.columns().iter().position(|c| c == "x").expect("x");
+        let expected: Vec<_> = (0..50u64).map(|i| (i, Some(vec![i as i64]))).collect();
+        assert_eq!(read_all(&by_pos, x), expected);
+        let b = dir.path().join("b.tfrecord");
+        let e1 = TfRecordSource::open_split(&b, 1 << 20, usize::MAX)
+            .err()
+            .expect("error");
+        let e2 = TfRecordSource::open_split(&b, 1 << 20, 0).err().expect("error");
+        assert_eq!(e1.to_string(), e2.to_string());
+        assert!(e2.to_string().contains("record 40"), "{e2}");
     }
 
     #[test]

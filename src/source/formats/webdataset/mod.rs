@@ -750,43 +750,60 @@ impl Source for WdsSource {
     }
 }
 
-/// Whether a directory search picks up the shard for a schema with these
-/// columns: when its first sample has a member the schema names (a shard
-/// that cannot be listed is picked up, so that its error is reported).
-pub(crate) fn provides_any(path: &Path, columns: &[String]) -> bool {
+/// Whether the shard has a member the schema's `columns` name: in its first
+/// sample only (`deep` false: a directory search's cheap look), or in any
+/// sample (`deep` true: headers only, seeking past data in an uncompressed
+/// shard). A shard that cannot be listed answers true, so that its error is
+/// reported.
+pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool {
     let Ok(compression) = Compression::sniff(path) else {
-        return true;
-    };
-    let Ok(stream) = compression.stream(path) else {
-        return true;
-    };
-    let mut archive = tar::Archive::new(stream);
-    let Ok(entries) = archive.entries() else {
         return true;
     };
     let mut first_key: Option<Vec<u8>> = None;
     let mut found = false;
     let mut members = 0;
-    let walked = tarwalk::walk(entries.raw(true), None, |m| {
+    let mut visit = |name: &[u8]| {
         members += 1;
-        if names::is_meta(m.name) {
-            return Ok(Flow::Continue);
+        if names::is_meta(name) {
+            return Flow::Continue;
         }
-        let Some((key, suffix)) = names::base_plus_ext(m.name) else {
-            return Ok(Flow::Continue);
+        let Some((key, suffix)) = names::base_plus_ext(name) else {
+            return Flow::Continue;
         };
-        match &first_key {
-            Some(k) if k != key => return Ok(Flow::Stop),
-            Some(_) => {}
-            None => first_key = Some(key.to_vec()),
+        if !deep {
+            match &first_key {
+                Some(k) if k != key => return Flow::Stop,
+                Some(_) => {}
+                None => first_key = Some(key.to_vec()),
+            }
         }
         found |= columns.iter().any(|c| *c == names::lower(suffix));
-        Ok(if found || members > 1000 {
+        if found || (!deep && members > 1000) {
             Flow::Stop
         } else {
             Flow::Continue
-        })
-    });
+        }
+    };
+    let walked = if deep && compression == Compression::None {
+        let Ok(file) = File::open(path) else { return true };
+        let Ok(len) = file.metadata().map(|m| m.len()) else {
+            return true;
+        };
+        let mut archive = tar::Archive::new(PosReader::new(file, 0));
+        let Ok(entries) = archive.entries_with_seek() else {
+            return true;
+        };
+        tarwalk::walk(entries.raw(true), Some(len), |m| Ok(visit(m.name)))
+    } else {
+        let Ok(stream) = compression.stream(path) else {
+            return true;
+        };
+        let mut archive = tar::Archive::new(stream);
+        let Ok(entries) = archive.entries() else {
+            return true;
+        };
+        tarwalk::walk(entries.raw(true), None, |m| Ok(visit(m.name)))
+    };
     found || walked.is_err()
 }
 

@@ -1,0 +1,351 @@
+//! Parquet's RLE / bit-packing hybrid encoding, decoded run by run: the
+//! repetition and definition levels of a page and its dictionary indices.
+//!
+//! Hand-written because the parquet crate keeps its decoders private (they
+//! are public only behind its `experimental` feature, which pulls in the
+//! Variant crates); `shape` has a level-only walker of its own that never
+//! needs values wider than a byte. Runs are handed out as runs, so a caller
+//! can treat a run of equal levels (most of them in real files) at once.
+//!
+//! Everything comes from the file: a run header may claim any count, so a
+//! run is only ever consumed as far as the caller asks and the bytes go;
+//! nothing is allocated from a claimed count.
+
+use super::thrift::{Bad, uleb128};
+use crate::source::ReadError;
+
+/// Values decoded from a bit-packed run at a time.
+pub(super) const LITERAL: usize = 1024;
+
+/// The current run: `k` copies of a value, or `k` values in the literal
+/// buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Run {
+    Repeat(u32, usize),
+    Literal(usize),
+}
+
+/// How the stream is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The hybrid encoding.
+    Hybrid,
+    /// One bit stream (the deprecated BIT_PACKED level encoding), least
+    /// significant bit first, as parquet-cpp and arrow-rs read it.
+    Packed,
+    /// Nothing stored: every value is 0 (levels whose maximum is 0).
+    Zeros,
+}
+
+/// A hybrid-encoded stream over a byte range; the bytes are passed to each
+/// call (they live in a page buffer the caller owns).
+#[derive(Debug)]
+pub(super) struct Hybrid {
+    mode: Mode,
+    pos: usize,
+    end: usize,
+    width: u32,
+    /// Value of the current repeat run, and how many of it are left.
+    repeat: u32,
+    repeat_left: usize,
+    /// Values of the current bit-packed run not yet unpacked, and the bit
+    /// where they start.
+    packed_left: usize,
+    bit: usize,
+    lit: Vec<u32>,
+    lit_at: usize,
+    lit_len: usize,
+}
+
+impl Hybrid {
+    /// A hybrid stream of `width`-bit values in `data[range]`.
+    pub fn new(range: std::ops::Range<usize>, width: u32) -> Result<Self, ReadError> {
+        if width > 32 {
+            return Err(ReadError::new(format!(
+                "a bit width of {width} is more than 32, corrupt RLE data"
+            )));
+        }
+        Ok(Self::with(Mode::Hybrid, range, width))
+    }
+
+    /// The deprecated bit-packed encoding of `values` levels of `width` bits.
+    pub fn packed(range: std::ops::Range<usize>, width: u32, values: usize) -> Self {
+        let mut h = Self::with(Mode::Packed, range.clone(), width);
+        h.bit = range.start * 8;
+        h.packed_left = values;
+        h
+    }
+
+    /// A stream of zeros (no levels stored).
+    pub fn zeros() -> Self {
+        let mut h = Self::with(Mode::Zeros, 0..0, 0);
+        h.repeat_left = usize::MAX;
+        h
+    }
+
+    fn with(mode: Mode, range: std::ops::Range<usize>, width: u32) -> Self {
+        Hybrid {
+            mode,
+            pos: range.start,
+            end: range.end,
+            width,
+            repeat: 0,
+            repeat_left: 0,
+            packed_left: 0,
+            bit: 0,
+            lit: vec![0; LITERAL],
+            lit_at: 0,
+            lit_len: 0,
+        }
+    }
+
+    /// The current run, at most `max` long (`max` > 0); an error where the
+    /// bytes end first.
+    pub fn run(&mut self, data: &[u8], max: usize) -> Result<Run, ReadError> {
+        loop {
+            if self.repeat_left > 0 {
+                return Ok(Run::Repeat(self.repeat, self.repeat_left.min(max)));
+            }
+            if self.lit_at < self.lit_len {
+                return Ok(Run::Literal((self.lit_len - self.lit_at).min(max)));
+            }
+            if self.packed_left > 0 {
+                self.unpack(data)?;
+                continue;
+            }
+            self.next_header(data)?;
+        }
+    }
+
+    /// Consumes `k` values of the current run (as returned by [`Hybrid::run`]).
+    pub fn advance(&mut self, k: usize) {
+        if self.repeat_left > 0 {
+            self.repeat_left -= k;
+        } else {
+            self.lit_at += k;
+        }
+    }
+
+    /// Decodes exactly `out.len()` values into `out`.
+    pub fn decode(&mut self, data: &[u8], out: &mut [u32]) -> Result<(), ReadError> {
+        let mut done = 0;
+        while done < out.len() {
+            match self.run(data, out.len() - done)? {
+                Run::Repeat(v, k) => {
+                    out[done..done + k].fill(v);
+                    self.advance(k);
+                    done += k;
+                }
+                Run::Literal(k) => {
+                    out[done..done + k].copy_from_slice(&self.lit[self.lit_at..self.lit_at + k]);
+                    self.advance(k);
+                    done += k;
+                    // The rest of a bit-packed run goes straight into `out`.
+                    let direct = self.packed_left.min(out.len() - done);
+                    if direct > 0 && self.lit_at == self.lit_len {
+                        self.unpack_into(data, &mut out[done..done + direct])?;
+                        done += direct;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn next_header(&mut self, data: &[u8]) -> Result<(), ReadError> {
+        let end = || ReadError::new("the RLE data ends before the page's last value");
+        if self.mode != Mode::Hybrid {
+            return Err(end());
+        }
+        let header = uleb128(data, &mut self.pos, self.end).map_err(|e| match e {
+            Bad::Short => end(),
+            Bad::Corrupt(_) => ReadError::new("an RLE run header overflows"),
+        })?;
+        let count = usize::try_from(header >> 1).unwrap_or(usize::MAX);
+        if header & 1 == 0 {
+            // A repeated value in ceil(width / 8) bytes, little-endian.
+            let bytes = self.width.div_ceil(8) as usize;
+            if self.end - self.pos < bytes {
+                return Err(end());
+            }
+            let mut v = 0u32;
+            for (i, &b) in data[self.pos..self.pos + bytes].iter().enumerate() {
+                v |= u32::from(b) << (8 * i);
+            }
+            self.pos += bytes;
+            if count == 0 {
+                return Ok(());
+            }
+            self.repeat = v;
+            self.repeat_left = count;
+        } else {
+            // `count` groups of 8 values in `width` bytes each, as far as
+            // the bytes go (as arrow-rs reads a short last run).
+            let width = self.width as usize;
+            let groups = (self.end - self.pos)
+                .checked_div(width)
+                .map_or(count, |fit| count.min(fit));
+            if groups == 0 && count > 0 && width > 0 {
+                return Err(end());
+            }
+            self.packed_left = groups.saturating_mul(8);
+            self.bit = self.pos * 8;
+            self.pos += groups * width;
+        }
+        Ok(())
+    }
+
+    /// Unpacks the next values of a bit-packed run into the literal buffer,
+    /// least significant bit first.
+    fn unpack(&mut self, data: &[u8]) -> Result<(), ReadError> {
+        let n = self.packed_left.min(LITERAL);
+        let mut lit = std::mem::take(&mut self.lit);
+        let result = self.unpack_into(data, &mut lit[..n]);
+        self.lit = lit;
+        result?;
+        self.lit_at = 0;
+        self.lit_len = n;
+        Ok(())
+    }
+
+    /// Unpacks the next `dst.len()` values of the current bit-packed run
+    /// into `dst`.
+    fn unpack_into(&mut self, data: &[u8], dst: &mut [u32]) -> Result<(), ReadError> {
+        let n = dst.len();
+        let w = self.width as usize;
+        if w == 0 {
+            dst.fill(0);
+        } else {
+            let need = (self.bit + n * w).div_ceil(8);
+            if need > self.end {
+                return Err(ReadError::new("the RLE data ends before the page's last value"));
+            }
+            let mask = if w == 32 { u64::MAX >> 32 } else { (1u64 << w) - 1 };
+            let bytes = &data[..self.end];
+            let mut bit = self.bit;
+            // Values whose 8-byte window lies inside the data: one load each.
+            let whole = if bytes.len() >= 8 {
+                ((bytes.len() - 8) * 8 + 1).saturating_sub(bit).div_ceil(w).min(n)
+            } else {
+                0
+            };
+            for slot in &mut dst[..whole] {
+                let at = bit / 8;
+                let b = &bytes[at..at + 8];
+                let word = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                *slot = ((word >> (bit % 8)) & mask) as u32;
+                bit += w;
+            }
+            for slot in &mut dst[whole..] {
+                let at = bit / 8;
+                let mut b = [0u8; 8];
+                let tail = &bytes[at..bytes.len().min(at + 8)];
+                b[..tail.len()].copy_from_slice(tail);
+                *slot = ((u64::from_le_bytes(b) >> (bit % 8)) & mask) as u32;
+                bit += w;
+            }
+            self.bit = bit;
+        }
+        self.packed_left -= n;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// Encodes values in the hybrid encoding: runs of 8+ equal values as
+    /// repeats, the rest bit-packed in groups of 8 (a short last group
+    /// padded with zeros).
+    pub fn encode(values: &[u32], width: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        let varint = |out: &mut Vec<u8>, mut v: u64| loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        };
+        let mut i = 0;
+        while i < values.len() {
+            let mut j = i;
+            while j < values.len() && values[j] == values[i] {
+                j += 1;
+            }
+            if j - i >= 8 {
+                varint(&mut out, ((j - i) as u64) << 1);
+                let v = values[i];
+                for b in 0..width.div_ceil(8) {
+                    out.push((v >> (8 * b)) as u8);
+                }
+                i = j;
+                continue;
+            }
+            let group: Vec<u32> = (0..8).map(|k| values.get(i + k).copied().unwrap_or(0)).collect();
+            varint(&mut out, (1 << 1) | 1);
+            let (mut acc, mut bits) = (0u64, 0u32);
+            for v in group {
+                acc |= u64::from(v) << bits;
+                bits += width;
+                while bits >= 8 {
+                    out.push(acc as u8);
+                    acc >>= 8;
+                    bits -= 8;
+                }
+            }
+            i += 8;
+        }
+        out
+    }
+
+    fn decode_all(data: &[u8], width: u32, n: usize) -> Result<Vec<u32>, ReadError> {
+        let mut h = Hybrid::new(0..data.len(), width)?;
+        let mut out = vec![0; n];
+        h.decode(data, &mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn round_trips_every_width() {
+        for width in 1..=32u32 {
+            let max = if width == 32 { u32::MAX } else { (1 << width) - 1 };
+            let values: Vec<u32> = (0..3000u64)
+                .map(|i| {
+                    if (i / 40) % 2 == 0 {
+                        (i * 2654435761 % (u64::from(max) + 1)) as u32
+                    } else {
+                        max
+                    }
+                })
+                .collect();
+            let data = encode(&values, width);
+            assert_eq!(decode_all(&data, width, values.len()).unwrap(), values, "width {width}");
+        }
+    }
+
+    #[test]
+    fn hostile_streams_are_errors() {
+        // Bit width past 32.
+        assert!(Hybrid::new(0..0, 33).is_err());
+        // A bit-packed run claiming 2^40 groups of 4 bytes in 8 bytes: only
+        // what the bytes hold, then an error, no allocation.
+        let mut data = vec![0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40];
+        data.extend([0xff; 8]);
+        let e = decode_all(&data, 32, 100).unwrap_err();
+        assert!(e.message.contains("ends before"), "{e:?}");
+        // A repeat run of 2^62 values hands out what is asked.
+        let data = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x05];
+        assert_eq!(decode_all(&data, 3, 5).unwrap(), vec![5; 5]);
+        // A header that never ends.
+        assert!(decode_all(&[0xff; 20], 3, 1).is_err());
+        // Width 0: headers still parsed, values all 0.
+        assert!(decode_all(&[0x10], 0, 10).unwrap_err().message.contains("ends"));
+        assert_eq!(decode_all(&[0x10, 0x03], 0, 16).unwrap(), vec![0; 16]);
+        assert_eq!(decode_all(&[0x14], 0, 10).unwrap(), vec![0; 10]);
+        // Nothing at all.
+        assert!(decode_all(&[], 8, 1).is_err());
+    }
+}

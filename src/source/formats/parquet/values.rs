@@ -1,0 +1,559 @@
+//! preflight's own decoding of integer column chunks (flat, or a top-level
+//! list of integers): pages are decompressed whole into one reused buffer,
+//! their levels and values (PLAIN, dictionary indices, DELTA_BINARY_PACKED)
+//! decoded straight into the buffers of the Arrow arrays the checks read.
+//!
+//! Why not arrow-rs's reader: its generic record reader materialises levels
+//! and list offsets through several layers of buffers and was the whole cost
+//! of `--full-scan` on token lists (BENCHMARKS.md). The arrays built here are
+//! the ones arrow-rs builds for the same column (same data type and field,
+//! same values and nulls, integer widths converted as its `coerce_i32` /
+//! `coerce_i64` convert them), so the checks and the report see the same
+//! thing on either path; anything this module does not specialise stays on
+//! arrow-rs (see `ParquetSource::value_plan`).
+//!
+//! Levels are walked once, a chunk of slots at a time; a dictionary index
+//! past the dictionary is an error (arrow-rs reports one too).
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, Int8Array, Int16Array, Int32Array, Int64Array, LargeListArray, ListArray, PrimitiveArray,
+    UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+};
+use arrow::array::{BooleanBufferBuilder, NullBufferBuilder};
+use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{DataType, FieldRef};
+
+use super::delta::Delta;
+use super::hybrid::Hybrid;
+use super::pages::{LevelEncoding, PageWalker, Whole, bit_width};
+use crate::source::ReadError;
+
+/// Parquet's value encodings read here.
+pub(super) const PLAIN: i32 = 0;
+pub(super) const PLAIN_DICTIONARY: i32 = 2;
+pub(super) const DELTA_BINARY_PACKED: i32 = 5;
+pub(super) const RLE_DICTIONARY: i32 = 8;
+
+/// Level slots decoded at a time.
+const SLOTS: usize = 4096;
+
+/// How one column is decoded: decided from the schemas before reading.
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    pub leaf: usize,
+    /// The Arrow type of the values (the list's element type for a list).
+    pub target: DataType,
+    pub list: Option<ListPlan>,
+    pub max_rep: i16,
+    pub max_def: i16,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct ListPlan {
+    /// Definition level of an element slot; one less is an empty list.
+    pub element_def: i16,
+    pub large: bool,
+    pub field: FieldRef,
+}
+
+/// A physical integer type.
+pub(super) trait Physical: Copy + Default + Send + 'static {
+    const SIZE: usize;
+    fn from_le(b: &[u8]) -> Self;
+    fn wrap(v: i64) -> Self;
+    /// The array arrow-rs builds from these values for `target`.
+    fn array(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef, ReadError>;
+}
+
+impl Physical for i32 {
+    const SIZE: usize = 4;
+    fn from_le(b: &[u8]) -> Self {
+        i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+    fn wrap(v: i64) -> Self {
+        v as i32
+    }
+    fn array(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef, ReadError> {
+        let a = Int32Array::new(ScalarBuffer::from(values), nulls);
+        Ok(match target {
+            DataType::Int32 => Arc::new(a),
+            DataType::UInt32 => Arc::new(UInt32Array::new(a.values().inner().clone().into(), a.nulls().cloned())),
+            DataType::Int8 => Arc::new(a.unary::<_, arrow::datatypes::Int8Type>(|i| i as i8) as Int8Array),
+            DataType::Int16 => Arc::new(a.unary::<_, arrow::datatypes::Int16Type>(|i| i as i16) as Int16Array),
+            DataType::UInt8 => Arc::new(a.unary::<_, arrow::datatypes::UInt8Type>(|i| i as u8) as UInt8Array),
+            DataType::UInt16 => Arc::new(a.unary::<_, arrow::datatypes::UInt16Type>(|i| i as u16) as UInt16Array),
+            t => return Err(ReadError::new(format!("INT32 values are not read as {t} here"))),
+        })
+    }
+}
+
+impl Physical for i64 {
+    const SIZE: usize = 8;
+    fn from_le(b: &[u8]) -> Self {
+        i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+    fn wrap(v: i64) -> Self {
+        v
+    }
+    fn array(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef, ReadError> {
+        let a: PrimitiveArray<arrow::datatypes::Int64Type> = Int64Array::new(ScalarBuffer::from(values), nulls);
+        Ok(match target {
+            DataType::Int64 => Arc::new(a),
+            DataType::UInt64 => Arc::new(UInt64Array::new(a.values().inner().clone().into(), a.nulls().cloned())),
+            t => return Err(ReadError::new(format!("INT64 values are not read as {t} here"))),
+        })
+    }
+}
+
+/// Where the current page's values are read from.
+enum Values {
+    Plain { pos: usize, end: usize },
+    Dict(Hybrid),
+    Delta(Delta),
+}
+
+/// The current data page: its decoders over the page buffer.
+struct Page {
+    rep: Hybrid,
+    def: Hybrid,
+    values: Values,
+    /// Level slots not yet decoded.
+    left: usize,
+}
+
+/// Decodes one column chunk into arrays, batch by batch.
+pub(super) struct ValueReader<'f, T: Physical> {
+    pages: PageWalker<'f>,
+    plan: Plan,
+    /// The current page, decompressed.
+    buf: Vec<u8>,
+    page: Option<Page>,
+    dict: Vec<T>,
+    has_dict: bool,
+    /// Decoded levels of the current page not yet walked: `r[at..len]`.
+    r: Vec<u32>,
+    d: Vec<u32>,
+    at: usize,
+    len: usize,
+    /// Scratch: dictionary indices, DELTA values, values of a chunk of slots.
+    idx: Vec<u32>,
+    wide: Vec<i64>,
+    tmp: Vec<T>,
+    /// Values in the largest batch so far: the next batch's first reservation.
+    values_hint: usize,
+    footer_rows: u64,
+    handed: u64,
+    done: bool,
+}
+
+/// One batch being built.
+struct Out<T> {
+    values: Vec<T>,
+    /// Element offset where each row starts (lists).
+    starts: Vec<i64>,
+    rows: usize,
+    row_nulls: NullBufferBuilder,
+    /// Element validity, for lists whose elements can be null.
+    elem_valid: Option<BooleanBufferBuilder>,
+}
+
+impl<'f, T: Physical> ValueReader<'f, T> {
+    pub fn new(pages: PageWalker<'f>, plan: Plan, footer_rows: u64) -> Self {
+        ValueReader {
+            pages,
+            plan,
+            buf: Vec::new(),
+            page: None,
+            dict: Vec::new(),
+            has_dict: false,
+            r: vec![0; SLOTS],
+            d: vec![0; SLOTS],
+            at: 0,
+            len: 0,
+            idx: Vec::new(),
+            wide: Vec::new(),
+            tmp: Vec::new(),
+            values_hint: 0,
+            footer_rows,
+            handed: 0,
+            done: false,
+        }
+    }
+
+    /// Rows per batch that keep a batch's values in cache.
+    pub fn batch_rows(&self) -> usize {
+        if self.plan.list.is_some() { 4096 } else { 64 * 1024 }
+    }
+
+    /// Decodes the next page's levels into `r`/`d`; false at the end.
+    fn refill(&mut self) -> Result<bool, ReadError> {
+        loop {
+            if let Some(page) = self.page.as_mut()
+                && page.left > 0
+            {
+                let m = page.left.min(SLOTS);
+                if self.plan.max_rep > 0 {
+                    page.rep.decode(&self.buf, &mut self.r[..m])?;
+                }
+                if self.plan.max_def > 0 {
+                    page.def.decode(&self.buf, &mut self.d[..m])?;
+                } else {
+                    self.d[..m].fill(0);
+                }
+                // A level above its maximum is corrupt (arrow-rs refuses it too).
+                let over = |levels: &[u32], max: i16| levels.iter().copied().max().unwrap_or(0) > max as u32;
+                if over(&self.r[..m], self.plan.max_rep) || over(&self.d[..m], self.plan.max_def) {
+                    return Err(ReadError::new("a page holds a level above its column's maximum"));
+                }
+                page.left -= m;
+                self.at = 0;
+                self.len = m;
+                return Ok(true);
+            }
+            if !self.next_page()? {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Moves to the next data page, reading a dictionary page on the way.
+    fn next_page(&mut self) -> Result<bool, ReadError> {
+        loop {
+            match self.pages.next_whole_page(&mut self.buf)? {
+                None => {
+                    self.page = None;
+                    return Ok(false);
+                }
+                Some(Whole::Dictionary(entries)) => {
+                    let bytes = entries
+                        .checked_mul(T::SIZE)
+                        .filter(|&b| b <= self.buf.len())
+                        .ok_or_else(|| {
+                            ReadError::new(format!(
+                                "the dictionary page claims {entries} entries in {} bytes",
+                                self.buf.len()
+                            ))
+                        })?;
+                    self.dict.clear();
+                    self.dict
+                        .extend(self.buf[..bytes].chunks_exact(T::SIZE).map(T::from_le));
+                    self.has_dict = true;
+                }
+                Some(Whole::Data(p)) => {
+                    if p.values == 0 {
+                        continue;
+                    }
+                    let levels = |range: std::ops::Range<usize>, encoding, max: i16| {
+                        if max == 0 {
+                            Ok(Hybrid::zeros())
+                        } else if encoding == LevelEncoding::BitPacked {
+                            Ok(Hybrid::packed(range, bit_width(max), p.values))
+                        } else {
+                            Hybrid::new(range, bit_width(max))
+                        }
+                    };
+                    let rep = levels(p.rep.clone(), p.rep_encoding, self.plan.max_rep)?;
+                    let def = levels(p.def.clone(), p.def_encoding, self.plan.max_def)?;
+                    let values = match p.encoding {
+                        PLAIN => Values::Plain {
+                            pos: p.body.start,
+                            end: p.body.end,
+                        },
+                        PLAIN_DICTIONARY | RLE_DICTIONARY => {
+                            if !self.has_dict {
+                                return Err(ReadError::new("a dictionary-encoded page without a dictionary page"));
+                            }
+                            let width = *self
+                                .buf
+                                .get(p.body.start)
+                                .ok_or_else(|| ReadError::new("a dictionary-encoded page without its bit width"))?;
+                            Values::Dict(Hybrid::new(p.body.start + 1..p.body.end, u32::from(width))?)
+                        }
+                        DELTA_BINARY_PACKED => {
+                            Values::Delta(Delta::new(&self.buf, p.body.clone(), T::SIZE as u32 * 8)?)
+                        }
+                        other => return Err(ReadError::new(format!("values in encoding {other} are not read here"))),
+                    };
+                    self.page = Some(Page {
+                        rep,
+                        def,
+                        values,
+                        left: p.values,
+                    });
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Appends the next `k` values of the current page to `out`.
+    fn take(&mut self, k: usize, out: &mut Vec<T>) -> Result<(), ReadError> {
+        if k == 0 {
+            return Ok(());
+        }
+        let page = self
+            .page
+            .as_mut()
+            .ok_or_else(|| ReadError::new("values without a page"))?;
+        match &mut page.values {
+            Values::Plain { pos, end } => {
+                let bytes = k * T::SIZE;
+                if *end - *pos < bytes {
+                    return Err(ReadError::new("the page holds fewer values than its levels say"));
+                }
+                out.extend(self.buf[*pos..*pos + bytes].chunks_exact(T::SIZE).map(T::from_le));
+                *pos += bytes;
+            }
+            Values::Dict(indices) => {
+                self.idx.resize(k, 0);
+                indices.decode(&self.buf, &mut self.idx)?;
+                let max = self.idx.iter().copied().max().unwrap_or(0);
+                if max as usize >= self.dict.len() {
+                    return Err(ReadError::new(format!(
+                        "dictionary index {max} is past the dictionary's {} entries",
+                        self.dict.len()
+                    )));
+                }
+                let dict = &self.dict[..];
+                out.extend(self.idx.iter().map(|&i| dict[i as usize]));
+            }
+            Values::Delta(delta) => {
+                self.wide.resize(k, 0);
+                delta.decode(&self.buf, &mut self.wide)?;
+                out.extend(self.wide.iter().map(|&v| T::wrap(v)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The next `n` rows as one array of the column's type.
+    pub fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
+        let nullable_elems = self
+            .plan
+            .list
+            .as_ref()
+            .is_some_and(|l| self.plan.max_def > l.element_def);
+        let mut out = Out {
+            values: Vec::with_capacity(self.values_hint),
+            starts: Vec::with_capacity(if self.plan.list.is_some() { n + 1 } else { 0 }),
+            rows: 0,
+            row_nulls: NullBufferBuilder::new(n),
+            elem_valid: nullable_elems.then(|| BooleanBufferBuilder::new(n)),
+        };
+        loop {
+            if self.at == self.len {
+                if self.plan.list.is_none() && out.rows == n {
+                    break;
+                }
+                if !self.refill()? {
+                    self.done = true;
+                    break;
+                }
+            }
+            let stopped = if self.plan.list.is_some() {
+                self.walk_list(n, &mut out)?
+            } else {
+                self.walk_flat(n, &mut out)?
+            };
+            if stopped {
+                break;
+            }
+        }
+        if out.rows < n {
+            return Err(super::fewer_rows(self.footer_rows, self.handed + out.rows as u64));
+        }
+        self.handed += n as u64;
+        self.values_hint = self.values_hint.max(out.values.len());
+        self.build(out)
+    }
+
+    /// A flat column: each slot is a row. Returns whether `n` rows are in.
+    fn walk_flat(&mut self, n: usize, out: &mut Out<T>) -> Result<bool, ReadError> {
+        let k = (self.len - self.at).min(n - out.rows);
+        let max_def = self.plan.max_def as u32;
+        let d = &self.d[self.at..self.at + k];
+        let valid = d.iter().filter(|&&v| v == max_def).count();
+        if valid == k {
+            let mut values = std::mem::take(&mut out.values);
+            self.take(k, &mut values)?;
+            out.values = values;
+            out.row_nulls.append_n_non_nulls(k);
+        } else {
+            let mut tmp = std::mem::take(&mut self.tmp);
+            tmp.clear();
+            self.take(valid, &mut tmp)?;
+            let mut next = tmp.iter();
+            for &v in &self.d[self.at..self.at + k] {
+                if v == max_def {
+                    out.values.push(*next.next().unwrap_or(&T::default()));
+                    out.row_nulls.append_non_null();
+                } else {
+                    out.values.push(T::default());
+                    out.row_nulls.append_null();
+                }
+            }
+            self.tmp = tmp;
+        }
+        self.at += k;
+        out.rows += k;
+        Ok(out.rows == n)
+    }
+
+    /// A list column. Returns whether a row past the `n`th has started.
+    fn walk_list(&mut self, n: usize, out: &mut Out<T>) -> Result<bool, ReadError> {
+        let list = self.plan.list.as_ref().expect("a list plan");
+        let element_def = list.element_def as u32;
+        let max_def = self.plan.max_def as u32;
+        let (r, d) = (&self.r[self.at..self.len], &self.d[self.at..self.len]);
+        let first = out.values.len() as i64;
+        if out.starts.is_empty() && r.first().is_some_and(|&rv| rv != 0) {
+            return Err(ReadError::new("the first page continues a row that never started"));
+        }
+        let (stop, stopped, elements, valid) = if d.iter().all(|&dv| dv == max_def) {
+            // Every slot an element with a value (token lists): only the
+            // row starts need looking at.
+            let (mut stop, mut stopped) = (r.len(), false);
+            for (i, &rv) in r.iter().enumerate() {
+                if rv == 0 {
+                    if out.rows == n {
+                        stop = i;
+                        stopped = true;
+                        break;
+                    }
+                    out.rows += 1;
+                    out.starts.push(first + i as i64);
+                    out.row_nulls.append_non_null();
+                }
+            }
+            (stop, stopped, first + stop as i64, stop)
+        } else {
+            Self::walk_slots(r, d, n, element_def, max_def, out, first)
+        };
+        let slots = (elements - first) as usize;
+        if let Some(elem_valid) = out.elem_valid.as_mut()
+            && valid < slots
+        {
+            let mut tmp = std::mem::take(&mut self.tmp);
+            tmp.clear();
+            self.take(valid, &mut tmp)?;
+            let mut next = tmp.iter();
+            for &dv in &self.d[self.at..self.at + stop] {
+                if dv >= element_def {
+                    if dv == max_def {
+                        out.values.push(*next.next().unwrap_or(&T::default()));
+                        elem_valid.append(true);
+                    } else {
+                        out.values.push(T::default());
+                        elem_valid.append(false);
+                    }
+                }
+            }
+            self.tmp = tmp;
+        } else {
+            // No null element among these slots: the values go in as they are.
+            let mut values = std::mem::take(&mut out.values);
+            self.take(valid, &mut values)?;
+            out.values = values;
+            if let Some(elem_valid) = out.elem_valid.as_mut() {
+                elem_valid.append_n(valid, true);
+            }
+        }
+        self.at += stop;
+        Ok(stopped)
+    }
+
+    /// The general walk over a chunk of level slots: row starts, null and
+    /// empty rows, null elements. Returns (where it stopped, whether a row
+    /// past the `n`th started there, elements so far, values to take).
+    fn walk_slots(
+        r: &[u32],
+        d: &[u32],
+        n: usize,
+        element_def: u32,
+        max_def: u32,
+        out: &mut Out<T>,
+        first: i64,
+    ) -> (usize, bool, i64, usize) {
+        let mut stop = r.len();
+        let mut stopped = false;
+        let mut elements = first;
+        let mut valid = 0usize;
+        for (i, (&rv, &dv)) in r.iter().zip(d).enumerate() {
+            if rv == 0 {
+                if out.rows == n {
+                    stop = i;
+                    stopped = true;
+                    break;
+                }
+                out.rows += 1;
+                out.starts.push(elements);
+                if dv + 1 < element_def {
+                    out.row_nulls.append_null();
+                } else {
+                    out.row_nulls.append_non_null();
+                }
+            }
+            if dv >= element_def {
+                elements += 1;
+                if dv == max_def {
+                    valid += 1;
+                }
+            }
+        }
+        (stop, stopped, elements, valid)
+    }
+
+    fn build(&self, out: Out<T>) -> Result<ArrayRef, ReadError> {
+        let Out {
+            values,
+            mut starts,
+            mut row_nulls,
+            elem_valid,
+            ..
+        } = out;
+        let total = values.len();
+        let Some(list) = &self.plan.list else {
+            return T::array(values, row_nulls.finish(), &self.plan.target);
+        };
+        let elem_nulls = elem_valid
+            .map(|mut b| NullBuffer::new(b.finish()))
+            .filter(|n| n.null_count() > 0);
+        let items = T::array(values, elem_nulls, &self.plan.target)?;
+        starts.push(total as i64);
+        let nulls = row_nulls.finish();
+        Ok(if list.large {
+            Arc::new(LargeListArray::try_new(
+                list.field.clone(),
+                OffsetBuffer::new(ScalarBuffer::from(starts)),
+                items,
+                nulls,
+            )?)
+        } else {
+            let offsets: Vec<i32> = starts
+                .iter()
+                .map(|&s| i32::try_from(s))
+                .collect::<Result<_, _>>()
+                .map_err(|_| ReadError::new("a batch's list offsets overflow 32 bits"))?;
+            Arc::new(ListArray::try_new(
+                list.field.clone(),
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                items,
+                nulls,
+            )?)
+        })
+    }
+
+    /// After the last batch: the rest of the chunk must start no further
+    /// row.
+    pub fn finish(&mut self) -> Result<(), ReadError> {
+        if !self.done && (self.at < self.len || self.refill()?) {
+            return Err(super::more_rows(self.footer_rows));
+        }
+        if self.handed != self.footer_rows {
+            return Err(super::fewer_rows(self.footer_rows, self.handed));
+        }
+        Ok(())
+    }
+}
