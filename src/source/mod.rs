@@ -438,13 +438,15 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
     }
 }
 
-/// Opens an object in storage: the formats read by byte range so far.
+/// Opens an object in storage: Parquet by byte range, CSV/TSV and JSON
+/// Lines read in order ([`storage::remote`]); the other formats are that
+/// file's error, in words.
 fn open_remote(url: &Path) -> Result<Box<dyn Source>, ReadError> {
     match Format::from_path(url) {
         Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open_remote(url)?)),
-        _ => Err(ReadError::new(
-            "only Parquet is read from object storage so far: copy the file to a local disk to check it",
-        )),
+        Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(url)?)),
+        Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(url)?)),
+        _ => Err(ReadError::new(storage::remote::NOT_YET)),
     }
 }
 

@@ -100,10 +100,10 @@ for root, _, names in os.walk('{dir}'):
         ));
     }
 
-    /// `preflight ARGS` with S3 pointed at the proxy.
-    fn run(&self, env: &Env, args: &[&str]) -> Run {
-        let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
-            .args(args)
+    /// `preflight ARGS` with S3 pointed at the proxy, not started.
+    fn command(&self, env: &Env, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_preflight"));
+        c.args(args)
             .current_dir(env.dir.path())
             .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", self.proxy))
             .env("AWS_ACCESS_KEY_ID", "test")
@@ -112,7 +112,20 @@ for root, _, names in os.walk('{dir}'):
             .env("PREFLIGHT_REMOTE_RETRIES", "3")
             .env_remove("AWS_SKIP_SIGNATURE")
             .env_remove("AWS_SESSION_TOKEN")
-            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_PROFILE");
+        c
+    }
+
+    /// `preflight ARGS` with S3 pointed at the proxy.
+    fn run(&self, env: &Env, args: &[&str]) -> Run {
+        self.run_with(env, args, &[])
+    }
+
+    /// [`Servers::run`] with more environment.
+    fn run_with(&self, env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let out = self
+            .command(env, args)
+            .envs(vars.iter().copied())
             .output()
             .expect("run preflight");
         Run {
@@ -312,11 +325,15 @@ fn no_credentials_fail_fast_and_other_formats_are_refused() {
     assert_eq!(r["errors"][0]["file"], "s3://some-bucket/x.parquet", "{r}");
 
     let servers = Servers::start(env.dir.path());
-    env.write("d/a.csv", "label\n1\n");
+    env.write("d/a.npz", "not read from storage");
     servers.upload(&env, "d", "bkt", "o/");
-    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/o/a.csv"], 2);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/o/a.npz"], 2);
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/o/a.npz", "{r}");
     assert!(
-        r["errors"][0]["message"].as_str().unwrap().contains("only Parquet"),
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only Parquet, CSV/TSV and JSON Lines"),
         "{r}"
     );
 }
@@ -346,8 +363,10 @@ fn plan_partial_and_merge_take_urls() {
     assert_eq!(text.replace("s3://bkt/m/", "d/"), local.json().to_string());
 }
 
+/// The broken corpus's Parquet, CSV and JSON Lines files: the same errors
+/// over HTTP as from the disk.
 #[test]
-fn broken_parquet_over_http_fails_as_it_does_locally() {
+fn broken_files_over_http_fail_as_they_do_locally() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken");
     let env = Env::new();
     env.write(
@@ -358,9 +377,9 @@ fn broken_parquet_over_http_fails_as_it_does_locally() {
     let names: Vec<String> = std::fs::read_dir(&corpus)
         .expect("corpus")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".parquet"))
+        .filter(|n| n.ends_with(".parquet") || n.ends_with(".csv") || n.contains(".jsonl"))
         .collect();
-    assert!(names.len() >= 8);
+    assert!(names.len() >= 14, "{names:?}");
     let base = format!("http://127.0.0.1:{}/", servers.http);
     let urls: Vec<String> = names.iter().map(|n| format!("{base}{n}")).collect();
     let locals: Vec<String> = names
@@ -432,4 +451,258 @@ fn hugging_face_datasets_are_listed_across_pages_and_read_by_range() {
     let (code, r) = run(&["hf://datasets/me/none/"], None);
     assert_eq!(code, Some(2));
     assert_eq!(r["errors"][0]["file"], "hf://datasets/me/none/", "{r}");
+}
+
+/// CSV/TSV (plain, gzip, one larger than a read block) and JSON Lines
+/// (plain, zstd), with planted violations: the same report from S3 as from
+/// the disk, read in order by ranged requests (two read blocks for the
+/// large file); the other formats are each that file's error, naming the URL.
+#[test]
+fn text_formats_from_s3_report_as_local_and_others_fail_by_url() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 50, optional: true}\n",
+    );
+    env.python(
+        r#"
+import gzip, zstandard
+os.makedirs('t/more', exist_ok=True)
+rows = ['label,ids'] + [f'{i % 10},{i % 50}' for i in range(2000)]
+rows[18] = '10,3'; rows[1500] = '4,77'
+open('t/a.csv', 'w').write('\n'.join(rows) + '\n')
+open('t/b.tsv', 'w').write('\n'.join(r.replace(',', '\t') for r in rows[:300]) + '\n')
+with gzip.open('t/more/c.csv.gz', 'wt') as f: f.write('\n'.join(rows[:900]) + '\n')
+# Larger than one 8 MiB read block, a violation in each block.
+big = ['label'] + [str(i % 10) for i in range(5_000_000)]
+big[7] = '11'; big[4_900_000] = '-1'
+open('t/big.csv', 'w').write('\n'.join(big) + '\n')
+lines = [json.dumps({'label': i % 10, 'ids': i % 50}) for i in range(1000)]
+lines[3] = json.dumps({'label': 12}); lines[999] = '{"label": 1, "ids": 50}'
+open('t/d.jsonl', 'w').write('\n'.join(lines) + '\n')
+open('t/more/e.jsonl.zst', 'wb').write(zstandard.ZstdCompressor().compress(('\n'.join(lines[:500]) + '\n').encode()))
+"#,
+    );
+    assert!(std::fs::metadata(env.path("t/big.csv")).unwrap().len() > 8 << 20);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "t", "bkt", "t/");
+    let local = servers.check(&env, &["-s", "s.yaml", "t"], 1);
+    assert_eq!(local["files"], 6, "{local}");
+    servers.reset(servers.proxy);
+    let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/t/"], 1);
+    assert_eq!(renamed(&remote, "s3://bkt/t/", "t/"), renamed(&local, "", ""));
+    let (hits, _) = crate::util::hits(&remote, "label", "class");
+    // a.csv, b.tsv, c.csv.gz one each, big.csv two, both JSON Lines one each.
+    assert_eq!(hits, 7, "{remote}");
+    // The large file: two blocks, each a bounded range; every request after
+    // the first carries the ETag the first pinned.
+    let log = servers.log(servers.proxy);
+    let big: Vec<_> = for_key(&log, "/bkt/t/big.csv")
+        .into_iter()
+        .filter(|r| r["method"] == "GET")
+        .collect();
+    assert!(big.len() >= 2, "{log:?}");
+    assert!(
+        big.iter().all(|r| r["range"]
+            .as_str()
+            .is_some_and(|g| g.starts_with("bytes=0-") || g.starts_with("bytes=8388608-"))),
+        "{big:?}"
+    );
+    assert!(big[1..].iter().all(|r| r["if_match"].is_string()), "{big:?}");
+
+    // Formats not read from storage yet: each its own error by URL, the
+    // others still checked.
+    env.python(
+        r#"
+os.makedirs('o', exist_ok=True)
+np.save('o/label.npy', np.arange(5) % 10)
+import pyarrow.feather as feather
+feather.write_feather(pa.table({'label': [1, 2]}), 'o/x.arrow')
+open('o/ok.csv', 'w').write('label\n1\n')
+"#,
+    );
+    servers.upload(&env, "o", "bkt", "o/");
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/o/"], 2);
+    assert_eq!(r["files"], 3, "{r}");
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{r}");
+    for (e, url) in errors.iter().zip(["s3://bkt/o/label.npy", "s3://bkt/o/x.arrow"]) {
+        assert_eq!(e["file"], url, "{r}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("only Parquet, CSV/TSV and JSON Lines"),
+            "{e}"
+        );
+    }
+}
+
+/// A prefix of more than 1,000 objects is listed across pages (S3 answers
+/// 1,000 keys a page): two listing requests, and the data files on both
+/// pages found (1,000 objects of no known format, then one CSV after them
+/// in key order, on the second page).
+#[test]
+fn a_prefix_of_1001_objects_is_listed_across_pages() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    let servers = Servers::start(env.dir.path());
+    env.python(&format!(
+        r#"
+import boto3
+from concurrent.futures import ThreadPoolExecutor
+s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{}', aws_access_key_id='test',
+                  aws_secret_access_key='test', region_name='us-east-1')
+s3.create_bucket(Bucket='many')
+def put(i): s3.put_object(Bucket='many', Key=f'p/{{i:04d}}.txt', Body=b'not data')
+with ThreadPoolExecutor(8) as ex: list(ex.map(put, range(1000)))
+s3.put_object(Bucket='many', Key='p/0000.csv', Body=b'label\n3\n')
+s3.put_object(Bucket='many', Key='p/zzzz.csv', Body=b'label\n1\n12\n')
+"#,
+        servers.moto
+    ));
+    servers.reset(servers.proxy);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://many/p/"], 1);
+    assert_eq!(r["files"], 2, "{r}");
+    assert_eq!(r["rows"], 3);
+    let (hits, _) = crate::util::hits(&r, "label", "class");
+    assert_eq!(hits, 1);
+    assert_eq!(r["checks"][0]["examples"][0]["file"], "s3://many/p/zzzz.csv", "{r}");
+    let log = servers.log(servers.proxy);
+    let lists = log
+        .iter()
+        .filter(|r| r["query"].as_str().unwrap_or("").contains("list-type=2"))
+        .count();
+    assert_eq!(lists, 2, "{log:?}");
+}
+
+/// A server slower than the timeout: the file fails in bounded time with
+/// the URL and the cause; a connection reset mid-body is retried (the same
+/// report); an object overwritten between its footer and its data is that
+/// file's error, never checked as a mix; Ctrl-C during remote reads exits
+/// 130 promptly.
+#[test]
+fn slow_reset_overwritten_and_interrupted_reads() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "d", "bkt", "f/");
+    let url = "s3://bkt/f/sub/bad.parquet";
+    let clean = servers.check(&env, &["-s", "s.yaml", url], 1);
+
+    // Every request slower than the 1 s timeout: 1 try + 3 retries.
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"delay": 3, "count": 100}"#);
+    let started = Instant::now();
+    let r = servers.run_with(
+        &env,
+        &["check", "--format", "json", "-s", "s.yaml", url],
+        &[("PREFLIGHT_REMOTE_TIMEOUT", "1")],
+    );
+    let took = started.elapsed();
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(took < Duration::from_secs(40), "{took:?}");
+    let r = r.json();
+    assert_eq!(r["errors"][0]["file"], url);
+    assert!(r["errors"][0]["message"].as_str().unwrap().contains("timed out"), "{r}");
+
+    // A connection reset mid-body: retried, the same report.
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"reset": 2}"#);
+    let again = servers.check(&env, &["-s", "s.yaml", url], 1);
+    assert_eq!(again, clean);
+    let log = servers.log(servers.proxy);
+    assert!(for_key(&log, "/bkt/f/sub/bad.parquet").len() >= 3, "{log:?}");
+    // The same for a file read in order.
+    env.write("c/a.csv", &format!("label\n{}", "3\n".repeat(1000)));
+    servers.upload(&env, "c", "bkt", "c/");
+    let clean_csv = servers.check(&env, &["-s", "s.yaml", "s3://bkt/c/a.csv"], 0);
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"reset": 1}"#);
+    assert_eq!(servers.check(&env, &["-s", "s.yaml", "s3://bkt/c/a.csv"], 0), clean_csv);
+
+    // Overwritten right after the footer was read.
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"overwrite": "/bkt/f/sub/bad.parquet"}"#);
+    let r = servers.check(&env, &["-s", "s.yaml", url], 2);
+    assert_eq!(r["errors"][0]["file"], url);
+    let msg = r["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("changed while it was read"), "{msg}");
+    assert_eq!(r["rows"], 0, "nothing of either version checked: {r}");
+
+    // Ctrl-C while every request stalls.
+    servers.upload(&env, "d", "bkt", "f/");
+    servers.reset(servers.proxy);
+    servers.fault(r#"{"delay": 30, "count": 100}"#);
+    let mut child = servers
+        .command(&env, &["check", "--format", "json", "-s", "s.yaml", "s3://bkt/f/"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = child.id().to_string();
+    let sent = Instant::now();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(10), "still running after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(sent.elapsed() < Duration::from_secs(5), "{:?}", sent.elapsed());
+}
+
+/// The AWS CLI's files: the static keys of the profile `AWS_PROFILE` names
+/// sign the requests; a profile that gets its keys through SSO is that
+/// file's error, with the way to export them.
+#[test]
+fn aws_profile_files_give_static_keys() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    env.write("d/a.csv", "label\n1\n");
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "d", "bkt", "p/");
+    env.write(
+        "home/.aws/credentials",
+        "[default]\naws_access_key_id = WRONG\naws_secret_access_key = x\n\n[train]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = s3cr3t\n",
+    );
+    env.write(
+        "home/.aws/config",
+        "[profile train]\nregion = us-east-1\n[profile sso]\nsso_start_url = https://x.awsapps.com/start\nsso_region = us-east-1\n",
+    );
+    let run = |profile: &str| {
+        servers
+            .command(&env, &["check", "--format", "json", "-s", "s.yaml", "s3://bkt/p/a.csv"])
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .env("HOME", env.path("home"))
+            .env("AWS_PROFILE", profile)
+            .output()
+            .expect("run")
+    };
+    servers.reset(servers.proxy);
+    let out = run("train");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let log = servers.log(servers.proxy);
+    assert!(!log.is_empty());
+    assert!(
+        log.iter().all(|r| r["auth"]
+            .as_str()
+            .is_some_and(|a| a.contains("Credential=AKIDPROFILE/"))),
+        "{log:?}"
+    );
+    let out = run("sso");
+    assert_eq!(out.status.code(), Some(2));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/p/a.csv");
+    let msg = r["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("aws configure export-credentials --profile sso"), "{msg}");
+    assert!(!r.to_string().contains("s3cr3t"));
 }

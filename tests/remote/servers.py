@@ -21,17 +21,23 @@ Control (on the proxy and the HTTP server):
   POST /__reset  -> clears the log and any faults
   POST /__fault  -> JSON body {"status": 503, "count": 3} or
                     {"overwrite": "/bucket/key"}: after the first GET of that
-                    path is answered, the object is replaced (new bytes, new ETag)
+                    path is answered, the object is replaced (new bytes, new ETag);
+                    {"delay": 5, "count": 2}: the next 2 requests wait 5 s first;
+                    {"reset": 1}: the next GET with a body sends half of it and
+                    drops the connection (proxy only)
 """
 
 import http.client
 import json
 import os
 import re
+import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import boto3
 from moto.server import ThreadedMotoServer
 
 
@@ -42,6 +48,8 @@ class State:
         self.fail_status = None
         self.fail_count = 0
         self.overwrite = None
+        self.delay, self.delay_count = 0.0, 0
+        self.resets = 0
 
     def control(self, handler):
         """Handles /__ paths; True when handled."""
@@ -55,6 +63,7 @@ class State:
             with self.lock:
                 self.log.clear()
                 self.fail_status, self.fail_count, self.overwrite = None, 0, None
+                self.delay, self.delay_count, self.resets = 0.0, 0, 0
         elif handler.path == "/__fault":
             n = int(handler.headers.get("Content-Length") or 0)
             spec = json.loads(handler.rfile.read(n) or b"{}")
@@ -63,6 +72,10 @@ class State:
                     self.fail_status, self.fail_count = spec["status"], spec.get("count", 1)
                 if "overwrite" in spec:
                     self.overwrite = spec["overwrite"]
+                if "delay" in spec:
+                    self.delay, self.delay_count = float(spec["delay"]), spec.get("count", 1)
+                if "reset" in spec:
+                    self.resets = int(spec["reset"])
         handler.send_response(200)
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
@@ -82,10 +95,24 @@ class State:
                     "auth": handler.headers.get("Authorization"),
                 }
             )
+            delay = 0.0
+            if self.delay_count > 0:
+                self.delay_count -= 1
+                delay = self.delay
+            fail = None
             if self.fail_count > 0:
                 self.fail_count -= 1
-                return self.fail_status
-        return None
+                fail = self.fail_status
+        if delay:
+            time.sleep(delay)
+        return fail
+
+    def take_reset(self):
+        with self.lock:
+            if self.resets > 0:
+                self.resets -= 1
+                return True
+        return False
 
 
 def proxy_handler(state, upstream_port):
@@ -118,17 +145,8 @@ def proxy_handler(state, upstream_port):
             # and a Content-Range; moto answers 200: answer as S3 does.
             if self.command == "GET" and status == 200 and self.headers.get("Range") and data:
                 status, extra = 206, [("Content-Range", f"bytes 0-{len(data) - 1}/{len(data)}")]
-            self.send_response(status)
-            for k, v in extra:
-                self.send_header(k, v)
-            for k, v in resp.getheaders():
-                if k.lower() not in ("transfer-encoding", "connection", "content-length", "server", "date"):
-                    self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
-            conn.close()
+            # The new version is in place before this answer reaches the
+            # client, so its next request meets it.
             path = self.path.partition("?")[0]
             with state.lock:
                 target = state.overwrite if self.command == "GET" and state.overwrite == path else None
@@ -136,11 +154,35 @@ def proxy_handler(state, upstream_port):
                     state.overwrite = None
             if target:
                 # A new version of the object (other bytes, another ETag).
-                c = http.client.HTTPConnection("127.0.0.1", upstream_port)
-                c.request("PUT", target, body=b"PAR1 overwritten " + os.urandom(64) + b"PAR1")
-                c.getresponse().read()
-                c.close()
-
+                # Same size, so that only its version tells it apart; signed
+                # (moto refuses unsigned requests).
+                bucket, _, key = target.lstrip("/").partition("/")
+                s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{upstream_port}",
+                                  aws_access_key_id="test", aws_secret_access_key="test",
+                                  region_name="us-east-1")
+                size = s3.head_object(Bucket=bucket, Key=key)["ContentLength"]
+                s3.put_object(Bucket=bucket, Key=key, Body=b"PAR1" + os.urandom(max(size - 8, 0)) + b"PAR1")
+            self.send_response(status)
+            for k, v in extra:
+                self.send_header(k, v)
+            for k, v in resp.getheaders():
+                if k.lower() not in ("transfer-encoding", "connection", "content-length", "server", "date"):
+                    self.send_header(k, v)
+            # A HEAD's length is the object's, not the empty body's.
+            length = resp.getheader("Content-Length") if self.command == "HEAD" else None
+            self.send_header("Content-Length", length or str(len(data)))
+            self.end_headers()
+            if self.command == "GET" and len(data) > 1 and state.take_reset():
+                # Half the body, then the connection drops.
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                conn.close()
+                return
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            conn.close()
         do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = handle_any
 
     return Proxy

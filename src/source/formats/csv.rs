@@ -136,7 +136,9 @@ impl CsvSource {
             })
             .collect();
         let body_start = rdr.position().byte();
-        if textcol::Compression::of(path) == textcol::Compression::None {
+        // An object in storage is read in order (a map needs a local file).
+        if textcol::Compression::of(path) == textcol::Compression::None && !crate::source::storage::remote::is_url(path)
+        {
             source.fast = Fast::plan(path, body_start, fast_min, chunk_bytes)?;
         }
         Ok(source)

@@ -112,8 +112,15 @@ pub fn inner_extension(path: &Path) -> Option<String> {
 
 /// Opens a file for reading, decompressing it on the fly when its name says
 /// so. The reader is unbuffered on the decompressed side; callers buffer.
+/// An object in storage is read in order by ranged requests
+/// ([`crate::source::storage::remote::Stream`]), never staged to disk.
 pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, ReadError> {
-    let file = File::open(path)?;
+    use crate::source::storage::remote;
+    let file: Box<dyn Read + Send> = if remote::is_url(path) {
+        Box::new(remote::Object::open(path)?.stream()?)
+    } else {
+        Box::new(File::open(path)?)
+    };
     Ok(match Compression::of(path) {
         Compression::None => Box::new(file),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(

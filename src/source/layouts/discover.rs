@@ -241,12 +241,32 @@ impl Found<'_> {
             }
             Ok(found) => {
                 for (u, _) in found {
-                    if Format::from_path(Path::new(&u)) == Some(Format::Parquet) {
+                    if self.remote_searched(Path::new(&u)) {
                         self.files.push(DataFile::new(PathBuf::from(u)));
                     }
                 }
-                Some("no data files of a format read from object storage (Parquet) here")
+                Some("no data files of a known format here")
             }
+        }
+    }
+
+    /// Whether a listing keeps an object, as a local search would keep the
+    /// file: by its name alone (token `.bin` files for a `tokens` column,
+    /// images for a `pixels` column; COCO `.json` files, known by content,
+    /// are not picked up). An object of a format not read from storage yet
+    /// is kept, to be reported as that file's error.
+    fn remote_searched(&self, url: &Path) -> bool {
+        if self.yolo {
+            return false;
+        }
+        match Format::from_path(url) {
+            None | Some(Format::Coco) => false,
+            Some(Format::TokenBin) => self
+                .columns
+                .iter()
+                .any(|c| c == crate::source::formats::tokenbin::TOKENS),
+            Some(Format::Image) => self.columns.iter().any(|c| c == crate::source::formats::image::PIXELS),
+            Some(_) => true,
         }
     }
 

@@ -6,6 +6,7 @@
 //! storage ([`remote`]), whose byte ranges are fetched ahead of a read and
 //! then read by position like a file ([`Blob`]).
 
+mod awsprofile;
 mod blob;
 mod hub;
 mod positioned;

@@ -24,6 +24,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -37,6 +38,10 @@ use crate::source::ReadError;
 /// Nearby ranges closer than this are fetched as one request (the gap is
 /// cheaper to transfer than another round trip).
 const COALESCE: u64 = 1024 * 1024;
+
+/// Why an object of another format is not checked.
+pub const NOT_YET: &str = "only Parquet, CSV/TSV and JSON Lines are read from object storage so far: \
+                           copy this file to a local disk (or mount the bucket) to check it";
 
 /// The URL schemes read from storage.
 const SCHEMES: [&str; 8] = [
@@ -106,12 +111,28 @@ fn retry() -> RetryConfig {
     }
 }
 
-/// For plain HTTP(S) stores; the clouds' builders take theirs (proxies,
-/// timeouts) from the environment, with these same default timeouts.
+/// How long one request may take: 30 s, or `PREFLIGHT_REMOTE_TIMEOUT`
+/// seconds.
+fn timeout() -> Duration {
+    let secs = std::env::var("PREFLIGHT_REMOTE_TIMEOUT")
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|&t| t > 0)
+        .unwrap_or(30);
+    Duration::from_secs(secs)
+}
+
+/// [`timeout`] as the clouds' builders take it.
+fn timeout_text() -> String {
+    format!("{}s", timeout().as_secs())
+}
+
+/// For plain HTTP(S) stores; the clouds' builders take theirs (proxies)
+/// from the environment, with these same timeouts.
 fn client_options(allow_http: bool) -> ClientOptions {
     ClientOptions::new()
         .with_allow_http(allow_http)
-        .with_timeout(Duration::from_secs(30))
+        .with_timeout(timeout())
         .with_connect_timeout(Duration::from_secs(5))
 }
 
@@ -180,13 +201,43 @@ fn store(root: &str) -> Result<Store, String> {
     let scheme = root.split_once("://").map_or("", |(s, _)| s);
     let built: Result<(Arc<dyn ObjectStore>, String), object_store::Error> = match scheme {
         "s3" | "s3a" => {
-            let on_instance = !env_true("AWS_SKIP_SIGNATURE")
-                && !env_any(
-                    "AWS_",
-                    &["ACCESS_KEY", "WEB_IDENTITY", "CONTAINER_", "CREDENTIALS", "METADATA"],
-                );
-            if on_instance && !metadata_reachable() {
-                return Err(no_credentials("no AWS_ACCESS_KEY_ID or other AWS_* credentials"));
+            let anonymous = env_true("AWS_SKIP_SIGNATURE");
+            let in_env = env_any(
+                "AWS_",
+                &[
+                    "ACCESS_KEY",
+                    "WEB_IDENTITY",
+                    "CONTAINER_",
+                    "CREDENTIALS_URI",
+                    "METADATA",
+                ],
+            );
+            // The AWS CLI's files, which `object_store` does not read.
+            let profile = (!anonymous && !env_set("AWS_ACCESS_KEY_ID"))
+                .then(super::awsprofile::profile)
+                .flatten();
+            let keys = profile.as_ref().and_then(|p| {
+                Some((
+                    p.access_key_id.clone()?,
+                    p.secret_access_key.clone()?,
+                    p.session_token.clone(),
+                ))
+            });
+            if let Some(p) = &profile
+                && keys.is_none()
+                && !in_env
+                && let Some(how) = &p.other_source
+            {
+                return Err(format!(
+                    "the AWS profile {name} gets its credentials through {how}, which preflight does not follow; \
+                     export them first: eval \"$(aws configure export-credentials --profile {name} --format env)\"",
+                    name = p.name
+                ));
+            }
+            if !anonymous && !in_env && keys.is_none() && !metadata_reachable() {
+                return Err(no_credentials(
+                    "no AWS_ACCESS_KEY_ID or other AWS_* credentials, no keys in ~/.aws",
+                ));
             }
             let endpoint_http = std::env::var("AWS_ENDPOINT_URL")
                 .or_else(|_| std::env::var("AWS_ENDPOINT"))
@@ -199,8 +250,25 @@ fn store(root: &str) -> Result<Store, String> {
             if endpoint_http {
                 b = b.with_allow_http(true);
             }
-            b.build()
-                .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, aws_credentials()))
+            b = b.with_config(
+                object_store::aws::AmazonS3ConfigKey::Client(object_store::ClientConfigKey::Timeout),
+                timeout_text(),
+            );
+            let mut from = aws_credentials();
+            if let (Some(p), Some((id, secret, token))) = (&profile, keys) {
+                b = b.with_access_key_id(id).with_secret_access_key(secret);
+                if let Some(t) = token {
+                    b = b.with_token(t);
+                }
+                from = format!("the AWS profile {} (~/.aws/credentials)", p.name);
+            }
+            if !env_set("AWS_REGION")
+                && !env_set("AWS_DEFAULT_REGION")
+                && let Some(region) = profile.as_ref().and_then(|p| p.region.clone())
+            {
+                b = b.with_region(region);
+            }
+            b.build().map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, from))
         }
         "gs" if !env_true("GOOGLE_SKIP_SIGNATURE")
             && !env_any("GOOGLE_", &["CREDENTIALS", "SERVICE_ACCOUNT"])
@@ -213,6 +281,10 @@ fn store(root: &str) -> Result<Store, String> {
         "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
             .with_url(root)
             .with_retry(retry())
+            .with_config(
+                object_store::gcp::GoogleConfigKey::Client(object_store::ClientConfigKey::Timeout),
+                timeout_text(),
+            )
             .build()
             .map(|s| {
                 let from = if env_set("GOOGLE_APPLICATION_CREDENTIALS") {
@@ -237,6 +309,10 @@ fn store(root: &str) -> Result<Store, String> {
         "az" | "abfs" => object_store::azure::MicrosoftAzureBuilder::from_env()
             .with_url(root)
             .with_retry(retry())
+            .with_config(
+                object_store::azure::AzureConfigKey::Client(object_store::ClientConfigKey::Timeout),
+                timeout_text(),
+            )
             .build()
             .map(|s| {
                 let from = if env_set("AZURE_STORAGE_ACCOUNT_KEY") || env_set("AZURE_STORAGE_ACCESS_KEY") {
@@ -367,7 +443,7 @@ fn hub_list(root: &str, prefix: &str, credentials: &str) -> Result<Vec<(String, 
     let retries = retry().max_retries;
     runtime().block_on(async {
         let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
+            .timeout(timeout())
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|_| "cannot set up the HTTP client".to_string())?;
@@ -433,14 +509,62 @@ fn hub_list(root: &str, prefix: &str, credentials: &str) -> Result<Vec<(String, 
     })
 }
 
+/// The ETag each object's first response came with, by URL, for the
+/// whole run: every later request for that object (by any reader, any
+/// thread) carries it as `If-Match` and must come back with it.
+fn pins() -> &'static Mutex<HashMap<String, String>> {
+    static PINS: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    PINS.get_or_init(Default::default)
+}
+
+/// One request: `range` of the object (its metadata alone for `None`),
+/// sent with `if_match`; a response of another version (a server that
+/// ignores `If-Match`) is refused here too.
+async fn get(
+    store: Arc<dyn ObjectStore>,
+    key: ObjPath,
+    range: Option<GetRange>,
+    if_match: Option<String>,
+) -> Result<(object_store::ObjectMeta, Bytes), object_store::Error> {
+    let options = GetOptions {
+        head: range.is_none(),
+        range,
+        if_match: if_match.clone(),
+        ..Default::default()
+    };
+    let r = store.get_opts(&key, options).await?;
+    let meta = r.meta.clone();
+    if let (Some(pinned), Some(now)) = (&if_match, &meta.e_tag)
+        && pinned != now
+    {
+        return Err(object_store::Error::Precondition {
+            path: key.to_string(),
+            source: "the ETag changed".into(),
+        });
+    }
+    let bytes = r.bytes().await?;
+    REQUESTS.fetch_add(1, Ordering::Relaxed);
+    BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    Ok((meta, bytes))
+}
+
+/// Object requests answered so far (listings aside), for the progress bar.
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+/// Bytes those requests brought.
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// (requests, bytes) of object reads so far in this process.
+pub fn traffic() -> (u64, u64) {
+    (REQUESTS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed))
+}
+
 /// One object, read by ranges pinned to the version its first response
 /// came from.
 pub struct Object {
     store: Store,
     key: ObjPath,
+    url: String,
     size: Option<u64>,
-    /// The ETag of the first response, sent with every later request.
-    etag: Mutex<Option<String>>,
 }
 
 impl Object {
@@ -456,58 +580,171 @@ impl Object {
         Ok(Object {
             store,
             key,
+            url: text.to_string(),
             size: listed_size(url),
-            etag: Mutex::new(None),
         })
     }
 
-    /// The last `n` bytes (all of a smaller object), with the object's
-    /// size: one request, which pins the object's version.
-    pub fn tail(&self, n: u64) -> Result<(u64, Bytes), ReadError> {
-        let range = match self.size {
-            Some(0) => return Ok((0, Bytes::new())),
-            Some(size) => GetRange::Bounded(size.saturating_sub(n)..size),
-            None => GetRange::Suffix(n),
-        };
-        let options = GetOptions {
-            range: Some(range),
-            ..Default::default()
-        };
+    /// The ETag pinned for this object, if a response came already.
+    fn pinned(&self) -> Option<String> {
+        pins().lock().unwrap_or_else(|e| e.into_inner()).get(&self.url).cloned()
+    }
+
+    /// One request (see [`get`]) that pins the object's version when it is
+    /// the first, and checks the size against the listing's.
+    fn request(&self, range: Option<GetRange>) -> Result<(u64, Bytes), ReadError> {
         let store = &self.store;
-        let result = runtime().block_on(async {
-            let r = store.store.get_opts(&self.key, options).await?;
-            let meta = r.meta.clone();
-            let bytes = r.bytes().await?;
-            Ok::<_, object_store::Error>((meta, bytes))
-        });
-        let (meta, bytes) = result.map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        let (meta, bytes) = runtime()
+            .block_on(get(store.store.clone(), self.key.clone(), range, self.pinned()))
+            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        self.pin(&meta)?;
+        Ok((meta.size, bytes))
+    }
+
+    /// Pins the version a response came from (the first), or checks that
+    /// it is the pinned one; and that the size is the listing's.
+    fn pin(&self, meta: &object_store::ObjectMeta) -> Result<(), ReadError> {
         if let Some(size) = self.size
             && meta.size != size
         {
             return Err(changed());
         }
-        *self.etag.lock().unwrap_or_else(|e| e.into_inner()) = meta.e_tag;
-        Ok((meta.size, bytes))
+        if let Some(etag) = &meta.e_tag {
+            let mut pins = pins().lock().unwrap_or_else(|e| e.into_inner());
+            if pins.entry(self.url.clone()).or_insert_with(|| etag.clone()) != etag {
+                return Err(changed());
+            }
+        }
+        Ok(())
+    }
+
+    /// The object's size: from the listing, or one metadata request.
+    pub fn size(&self) -> Result<u64, ReadError> {
+        match self.size {
+            Some(size) => Ok(size),
+            None => self.request(None).map(|(size, _)| size),
+        }
+    }
+
+    /// The last `n` bytes (all of a smaller object), with the object's
+    /// size: one request, which pins the object's version.
+    pub fn tail(&self, n: u64) -> Result<(u64, Bytes), ReadError> {
+        match self.size {
+            Some(0) => Ok((0, Bytes::new())),
+            Some(size) => self.request(Some(GetRange::Bounded(size.saturating_sub(n)..size))),
+            None => self.request(Some(GetRange::Suffix(n))),
+        }
     }
 
     /// The bytes of `ranges` (of the version [`Object::tail`] pinned),
     /// nearby ones merged into one request, several requests at once.
     pub fn ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
-        let etag = self.etag.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let etag = self.pinned();
         let store = &self.store;
         let fetch = |r: Range<u64>| {
-            let options = GetOptions {
-                range: Some(GetRange::Bounded(r)),
-                if_match: etag.clone(),
-                ..Default::default()
-            };
             let store = store.store.clone();
             let key = self.key.clone();
-            async move { store.get_opts(&key, options).await?.bytes().await }
+            let etag = etag.clone();
+            async move { get(store, key, Some(GetRange::Bounded(r)), etag).await.map(|(_, b)| b) }
         };
         runtime()
             .block_on(object_store::coalesce_ranges(ranges, fetch, COALESCE))
             .map_err(|e| ReadError::new(describe(&e, &store.credentials)))
+    }
+
+    /// The object read from its start, block by block (see [`Stream`]).
+    pub fn stream(self) -> Result<Stream, ReadError> {
+        let size = self.size()?;
+        Ok(Stream {
+            object: self,
+            size,
+            pos: 0,
+            buf: Bytes::new(),
+            ahead: None,
+        })
+    }
+}
+
+/// Bytes a [`Stream`] asks for per request.
+const BLOCK: u64 = 8 * 1024 * 1024;
+
+/// An object read in order, as a file is read: one ranged request per
+/// [`BLOCK`], the next block requested while this one is read. Memory is
+/// two blocks per open stream, whatever the object's size; nothing is
+/// written to disk.
+pub struct Stream {
+    object: Object,
+    size: u64,
+    /// Where the next block starts.
+    pos: u64,
+    /// What is left of the block being read.
+    buf: Bytes,
+    /// The next block, in flight.
+    ahead: Option<tokio::task::JoinHandle<Result<(object_store::ObjectMeta, Bytes), object_store::Error>>>,
+}
+
+impl Stream {
+    /// The request for the block at `pos`, started.
+    fn start(
+        &self,
+        pos: u64,
+    ) -> tokio::task::JoinHandle<Result<(object_store::ObjectMeta, Bytes), object_store::Error>> {
+        let range = GetRange::Bounded(pos..(pos + BLOCK).min(self.size));
+        let f = get(
+            self.object.store.store.clone(),
+            self.object.key.clone(),
+            Some(range),
+            self.object.pinned(),
+        );
+        runtime().spawn(f)
+    }
+
+    /// The next block into `buf`; an empty `buf` at the end.
+    fn fill(&mut self) -> Result<(), ReadError> {
+        if self.pos >= self.size {
+            return Ok(());
+        }
+        let ahead = match self.ahead.take() {
+            Some(a) => a,
+            None => self.start(self.pos),
+        };
+        let credentials = &self.object.store.credentials;
+        let (meta, bytes) = runtime()
+            .block_on(ahead)
+            .map_err(|_| ReadError::new("a request was cancelled"))?
+            .map_err(|e| ReadError::new(describe(&e, credentials)))?;
+        self.object.pin(&meta)?;
+        let want = (self.size - self.pos).min(BLOCK);
+        if meta.size != self.size || bytes.len() as u64 != want {
+            return Err(changed());
+        }
+        self.pos += want;
+        self.buf = bytes;
+        if self.pos < self.size {
+            self.ahead = Some(self.start(self.pos));
+        }
+        Ok(())
+    }
+}
+
+impl std::io::Read for Stream {
+    fn read(&mut self, dst: &mut [u8]) -> std::io::Result<usize> {
+        if self.buf.is_empty() {
+            self.fill().map_err(|e| std::io::Error::other(e.message))?;
+        }
+        let n = dst.len().min(self.buf.len());
+        dst[..n].copy_from_slice(&self.buf[..n]);
+        bytes::Buf::advance(&mut self.buf, n);
+        Ok(n)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // A block requested ahead and no longer wanted.
+        if let Some(a) = self.ahead.take() {
+            a.abort();
+        }
     }
 }
 
@@ -523,7 +760,14 @@ fn changed() -> ReadError {
 /// and URLs.
 fn describe(e: &object_store::Error, credentials: &str) -> String {
     use object_store::Error as E;
-    let text = e.to_string();
+    // The whole chain of causes (a timeout shows only in a cause's text).
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
     let retries = text
         .split_once(", after ")
         .and_then(|(_, r)| r.split_once(" retries"))

@@ -473,9 +473,14 @@ impl ParquetSource {
         let null_count = match chunk.statistics().and_then(|s| s.null_count_opt()) {
             Some(n) => n,
             None if descr.max_def_level() == 0 => 0,
-            // Remote, only the dictionary page was fetched.
-            None if matches!(self.origin, Origin::Remote(_)) => return None,
-            None => shape::null_slots(self.pages(&file, unit, leaf).ok()?, descr.max_def_level()).ok()?,
+            // Counted from the levels: the walk reads the whole chunk.
+            None => {
+                let whole = match dictionary_end {
+                    Some(_) => self.chunk_blob(unit, leaf)?,
+                    None => file.clone(),
+                };
+                shape::null_slots(self.pages(&whole, unit, leaf).ok()?, descr.max_def_level()).ok()?
+            }
         };
         Some(UnitStats {
             min,
@@ -511,31 +516,44 @@ impl ParquetSource {
         self.fetch(object, ranges)
     }
 
-    /// The bytes a dictionary proof of row group `unit`'s leaf `leaf` reads:
-    /// a local file whole (the walk checks every page's encoding); of an
-    /// object, the dictionary page alone, with where the walk ends, when the
-    /// footer's encoding statistics say every data page of the chunk is
-    /// dictionary-encoded (without them, no proof: the values are read).
-    /// Those statistics are trusted here: a file whose writer lied about a
-    /// plain page would hide its values from this proof, where a local
-    /// walk reads every page header. `--full-scan` reads every value.
+    /// The bytes a dictionary proof of row group `unit`'s leaf `leaf` reads,
+    /// decided the same way for a local file and an object (so both give
+    /// the same report): when the footer's encoding statistics say every
+    /// data page is dictionary-encoded, the dictionary page alone (with
+    /// where the walk ends; of an object, that page is all that is
+    /// fetched); when they say a page is not, no proof; without them, the
+    /// whole chunk, whose page headers the walk reads (of an object, the
+    /// chunk is fetched). The statistics are trusted as parquet-cpp and
+    /// DuckDB trust them: a writer that lied about a plain page would hide
+    /// its values from this proof. `--full-scan` reads every value.
     fn dictionary_blob(&self, unit: usize, leaf: usize) -> Option<(Blob, Option<u64>)> {
         use parquet::basic::Encoding;
-        let object = match &self.origin {
-            Origin::Local(path) => return File::open(path).ok().map(|f| (Blob::file(f), None)),
-            Origin::Remote(object) => object,
-        };
         let chunk = self.meta.metadata().row_group(unit).column(leaf);
-        let all_dictionary = chunk
-            .page_encoding_stats_mask()
-            .is_some_and(|m| m.is_only(Encoding::PLAIN_DICTIONARY) || m.is_only(Encoding::RLE_DICTIONARY));
         let start = chunk_start(chunk);
-        if !all_dictionary || start >= chunk.data_page_offset() {
-            return None;
+        match chunk.page_encoding_stats_mask() {
+            Some(m) if !(m.is_only(Encoding::PLAIN_DICTIONARY) || m.is_only(Encoding::RLE_DICTIONARY)) => None,
+            Some(_) => {
+                if start >= chunk.data_page_offset() {
+                    return None;
+                }
+                let range = self.in_file(start, chunk.data_page_offset() - start).ok()?;
+                let end = range.end;
+                let blob = match &self.origin {
+                    Origin::Local(path) => Blob::file(File::open(path).ok()?),
+                    Origin::Remote(object) => self.fetch(object, vec![range]).ok()?,
+                };
+                Some((blob, Some(end)))
+            }
+            None => Some((self.chunk_blob(unit, leaf)?, None)),
         }
-        let range = self.in_file(start, chunk.data_page_offset() - start).ok()?;
-        let end = range.end;
-        Some((self.fetch(object, vec![range]).ok()?, Some(end)))
+    }
+
+    /// The whole of one column chunk: the local file, or the chunk fetched.
+    fn chunk_blob(&self, unit: usize, leaf: usize) -> Option<Blob> {
+        match &self.origin {
+            Origin::Local(path) => File::open(path).ok().map(Blob::file),
+            Origin::Remote(_) => self.blob(unit, &[leaf]).ok(),
+        }
     }
 
     /// `start..start + len` checked to lie in the file.
