@@ -316,6 +316,11 @@ fn no_credentials_fail_fast_and_other_formats_are_refused() {
         .env_remove("AWS_SECRET_ACCESS_KEY")
         .env_remove("AWS_ENDPOINT_URL")
         .env_remove("AWS_SKIP_SIGNATURE")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+        .env_remove("AWS_CONFIG_FILE")
+        // No ~/.aws of the machine's either.
+        .env("HOME", env.dir.path())
         .env("AWS_REGION", "us-east-1")
         .output()
         .expect("run");
