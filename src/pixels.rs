@@ -272,24 +272,9 @@ fn check_image(
         Plane::U8(v) => {
             // Most masks hold no bad value: one pass then says all the
             // report needs (see `summary`).
-            let bounds = fused.and(col.interval.as_ref()).map(Bounds::<u8>::new);
-            let summary = bounds.map(|b| (summarize(&v, &b), b));
-            if let (Some((s, b)), Some(f)) = (summary, fused)
-                && s.clean(&b)
-            {
-                note_clean(&s, &b, false, f, tally, slot);
-            } else if let Some((_, b)) = summary {
-                note_histogram(
-                    &histogram_u8(&v),
-                    false,
-                    &judge,
-                    Some(&b),
-                    &v,
-                    width,
-                    tally,
-                    slot,
-                    fused,
-                );
+            if let Some((f, iv)) = fused.zip(col.interval.as_ref()) {
+                let b = Bounds::<u8>::new(iv);
+                note_summary(&summarize(&v, &b), &b, false, &v, width, f, tally, slot);
             } else {
                 // Without an interval rule: which values occur is all a
                 // clean plane needs of the histogram.
@@ -299,7 +284,7 @@ fn check_image(
                     .enumerate()
                     .all(|(x, &n)| n == 0 || judge(x as i128) == Verdict::Ok);
                 let hist = if clean { seen } else { histogram_u8(&v) };
-                note_histogram(&hist, false, &judge, None, &v, width, tally, slot, fused);
+                note_histogram(&hist, false, &judge, &v, width, tally, slot, fused);
             }
             if fused.is_some() {
                 // Kept for the next decode (a bounded size: one huge image
@@ -312,19 +297,15 @@ fn check_image(
             pixel_rows::<UInt8Type>(v, width, height)?
         }
         Plane::U16(v, stored16) => {
-            let bounds = fused.and(col.interval.as_ref()).map(Bounds::<u16>::new);
-            let summary = bounds.map(|b| (summarize(&v, &b), b));
-            if let (Some((s, b)), Some(f)) = (summary, fused)
-                && s.clean(&b)
-            {
-                note_clean(&s, &b, stored16, f, tally, slot);
+            if let Some((f, iv)) = fused.zip(col.interval.as_ref()) {
+                let b = Bounds::<u16>::new(iv);
+                note_summary(&summarize(&v, &b), &b, stored16, &v, width, f, tally, slot);
             } else {
                 let mut hist = vec![0u64; 1 << 16];
                 for &p in &v {
                     hist[p as usize] += 1;
                 }
-                let b = summary.map(|(_, b)| b);
-                note_histogram(&hist, stored16, &judge, b.as_ref(), &v, width, tally, slot, fused);
+                note_histogram(&hist, stored16, &judge, &v, width, tally, slot, fused);
             }
             if fused.is_some() {
                 return Ok(());
@@ -535,7 +516,6 @@ fn note_histogram<T: Lane>(
     hist: &[u64],
     stored16: bool,
     judge: &dyn Fn(i128) -> Verdict,
-    bounds: Option<&Bounds<T>>,
     values: &[T],
     width: usize,
     tally: &mut Tally,
@@ -566,28 +546,42 @@ fn note_histogram<T: Lane>(
         .evidence
         .pixels
         .count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
-    // Boundary pixels: a bad value strictly between its two neighbours
-    // (left/right or above/below), as interpolation makes them.
     let mut is_bad = vec![false; hist.len()];
     for &v in &bad {
         is_bad[v] = true;
     }
+    // Runs of one good value (most of a mask) are skipped eight at a time.
+    let blocks = |c: &[T]| {
+        let first: u32 = c[0].into();
+        is_bad[first as usize] || c.iter().any(|&x| x.into() != first)
+    };
+    locate_bad(values, width, 8, blocks, |v| is_bad[v as usize], fused, tally, slot);
+}
+
+/// Walks the bad pixels of a plane in scan order (within the blocks of
+/// `block` pixels that `may_hold_bad` lets through) and records what the
+/// report keeps of each: pixels on class boundaries (a bad value strictly
+/// between its two neighbours, left/right or above/below, as interpolation
+/// makes them) and, with `fused`, the kernel's examples and logged
+/// violations at their (x, y).
+#[allow(clippy::too_many_arguments)]
+fn locate_bad<T: Lane>(
+    values: &[T],
+    width: usize,
+    block: usize,
+    may_hold_bad: impl Fn(&[T]) -> bool,
+    mut is_bad: impl FnMut(u32) -> bool,
+    fused: Option<Judged>,
+    tally: &mut Tally,
+    slot: usize,
+) {
     let at = |i: usize| values[i].into();
     let (mut located, mut boundary) = (0, 0);
-    // Blocks without a bad pixel (most of a mask) are skipped whole: by the
-    // rule's bounds in one branch-free test, or else as runs of one good value.
-    let block = if bounds.is_some() { 64 } else { 8 };
-    let runs = values.chunks(block).enumerate().filter(|(_, c)| match bounds {
-        Some(b) => b.has_bad(c),
-        None => {
-            let first: u32 = c[0].into();
-            is_bad[first as usize] || c.iter().any(|&x| x.into() != first)
-        }
-    });
-    let pixels = runs.flat_map(|(k, c)| c.iter().enumerate().map(move |(j, &v)| (block * k + j, v)));
+    let blocks = values.chunks(block).enumerate().filter(|(_, c)| may_hold_bad(c));
+    let pixels = blocks.flat_map(|(k, c)| c.iter().enumerate().map(move |(j, &v)| (block * k + j, v)));
     for (i, v) in pixels {
         let v: u32 = v.into();
-        if !is_bad[v as usize] {
+        if !is_bad(v) {
             continue;
         }
         located += 1;
@@ -633,33 +627,69 @@ fn note_histogram<T: Lane>(
     ev.boundary += boundary;
 }
 
-/// What a plane without a bad value adds, from its [`Summary`]: exactly
-/// what [`note_histogram`] records of its histogram (hints, and with class
-/// rules the smallest value as [`kernel_evidence`] computes it).
-fn note_clean<N: Lane>(s: &Summary<N>, b: &Bounds<N>, stored16: bool, f: Judged, tally: &mut Tally, slot: usize) {
-    let check = &mut tally.checks[slot];
-    let ev = &mut check.evidence.pixels;
-    if s.has_255 && s.only_0_255 {
-        ev.binary_255 += 1;
-    }
-    if stored16 && s.max(b).is_some_and(|m| m.into() > 255) {
-        ev.wide16 += 1;
-    }
-    if f.col.interval.is_none() || !f.col.tracks_min() {
-        return;
-    }
-    // The smallest value other than the ignored one; only the ignored one
-    // reads as the type's largest, which is recorded unless it is ignored.
-    let m = match s.range {
-        Some((mn, _)) => Some(mn),
-        None if s.extra_seen => Some(N::TOP),
-        None => None,
-    };
-    if let Some(m) = m
-        && b.extra.is_none_or(|x| x != m)
+/// What a plane judged by its [`Summary`] adds: exactly what
+/// [`note_histogram`] with `fused` records of its histogram. A plane with a
+/// bad value (rare) is then walked once for its bad pixels, which yields
+/// their counts, so no histogram is built.
+#[allow(clippy::too_many_arguments)]
+fn note_summary<N: Lane>(
+    s: &Summary<N>,
+    b: &Bounds<N>,
+    stored16: bool,
+    values: &[N],
+    width: usize,
+    f: Judged,
+    tally: &mut Tally,
+    slot: usize,
+) {
     {
-        check.evidence.seen_min(i128::from(m.into()));
+        let ev = &mut tally.checks[slot].evidence.pixels;
+        if s.has_255 && s.only_0_255 {
+            ev.binary_255 += 1;
+        }
+        if stored16 && s.max(b).is_some_and(|m| m.into() > 255) {
+            ev.wide16 += 1;
+        }
     }
+    // The bad values and their pixel counts.
+    let mut counts: Vec<u64> = Vec::new();
+    if !s.clean(b) {
+        let top: u32 = N::TOP.into();
+        counts = vec![0; top as usize + 1];
+        let count = |v: u32| {
+            let bad = b.bad(v);
+            if bad {
+                counts[v as usize] += 1;
+            }
+            bad
+        };
+        locate_bad(values, width, 64, |c| b.has_bad(c), count, Some(f), tally, slot);
+    }
+    let bad = || counts.iter().enumerate().filter(|(_, n)| **n > 0);
+    let check = &mut tally.checks[slot];
+    // As `kernel_evidence`: violations, each bad value, and with class
+    // rules the smallest value other than the ignored one (only the ignored
+    // one reads as the type's largest, recorded unless it is ignored).
+    check.violations += counts.iter().sum::<u64>();
+    for (v, _) in bad() {
+        check.evidence.bad_whole(v as i128);
+    }
+    if f.col.interval.is_some() && f.col.tracks_min() {
+        let m = match s.range {
+            Some((mn, _)) => Some(mn),
+            None if s.extra_seen => Some(N::TOP),
+            None => None,
+        };
+        if let Some(m) = m
+            && b.extra.is_none_or(|x| x != m)
+        {
+            check.evidence.seen_min(i128::from(m.into()));
+        }
+    }
+    check
+        .evidence
+        .pixels
+        .count(bad().map(|(v, &n)| (Value::Int(v as i128), n)));
 }
 
 /// What the integer kernel records of a plane besides examples, from its

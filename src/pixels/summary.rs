@@ -70,6 +70,13 @@ impl<N: Lane> Bounds<N> {
         Bounds { lo, hi, extra }
     }
 
+    /// Whether `v` (a value of the lane type) is bad under the rule.
+    #[inline]
+    pub(super) fn bad(&self, v: u32) -> bool {
+        let (lo, hi): (u32, u32) = (self.lo.into(), self.hi.into());
+        !(lo <= v && v <= hi) && self.extra.is_none_or(|x| x.into() != v)
+    }
+
     /// Whether any of `vals` is bad (a branch-free reduction, for blocks of
     /// pixels that the bad-pixel scan then walks one by one).
     #[inline]
@@ -259,6 +266,10 @@ mod tests {
                 prop_assert_eq!(s16.max(&b16), wide.iter().max().copied());
                 for &v in &narrow {
                     prop_assert_eq!(b8.has_bad(&[v]), !ok(v.into()));
+                    prop_assert_eq!(b8.bad(v.into()), !ok(v.into()));
+                }
+                for &v in &wide {
+                    prop_assert_eq!(b16.bad(v.into()), !ok(v.into()));
                 }
                 Ok(())
             })
