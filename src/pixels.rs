@@ -34,6 +34,10 @@ use crate::report::{Spot, Tally, Value};
 use crate::schema::{Decode, PixelSpec};
 use crate::source::formats::image::{self, IMAGE_FIELD, Image, Mode, Samples};
 
+mod summary;
+
+use summary::{Bounds, Lane, Summary, summarize};
+
 /// Checks the pixel columns of a batch and takes them out of `columns`
 /// (the kernels then check the rest as usual). `positions[ci]` is schema
 /// column ci's index in `batch`. Returns the images that could not be
@@ -208,11 +212,16 @@ thread_local! {
 /// The largest plane buffer kept for reuse (a 4096 x 4096 mask).
 const SPARE_MAX: usize = 16 << 20;
 
-/// A buffer of `len` zero bytes, reusing the last plane's allocation.
-pub(crate) fn zeroed(len: usize) -> Vec<u8> {
+/// A buffer of `len` bytes for a decoder to fill, reusing the last plane's
+/// allocation: zeros with `zero`, else whatever the last plane left there
+/// (a decoder that writes every byte need not pay for zeroing them).
+pub(crate) fn plane_buffer(len: usize, zero: bool) -> Vec<u8> {
     let mut v = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    v.clear();
+    if zero {
+        v.clear();
+    }
     v.resize(len, 0);
+    v.truncate(len);
     v
 }
 
@@ -261,15 +270,22 @@ fn check_image(
     let fused = fusable(validator, ci).then_some(Judged { col, file, row });
     let array: ArrayRef = match plane {
         Plane::U8(v) => {
-            // Most masks hold no bad value: which values occur is then all
-            // the histogram is needed for, and finding that out is cheaper.
-            let seen = presence_u8(&v);
-            let clean = seen
-                .iter()
-                .enumerate()
-                .all(|(x, &n)| n == 0 || judge(x as i128) == Verdict::Ok);
-            let hist = if clean { seen } else { histogram_u8(&v) };
-            note_histogram(&hist, false, &judge, &v, width, tally, slot, fused);
+            // Most masks hold no bad value: one pass then says all the
+            // report needs (see `summary`).
+            if let Some((f, iv)) = fused.zip(col.interval.as_ref()) {
+                let b = Bounds::<u8>::new(iv);
+                note_summary(&summarize(&v, &b), &b, false, &v, width, f, tally, slot);
+            } else {
+                // Without an interval rule: which values occur is all a
+                // clean plane needs of the histogram.
+                let seen = presence_u8(&v);
+                let clean = seen
+                    .iter()
+                    .enumerate()
+                    .all(|(x, &n)| n == 0 || judge(x as i128) == Verdict::Ok);
+                let hist = if clean { seen } else { histogram_u8(&v) };
+                note_histogram(&hist, false, &judge, &v, width, tally, slot, fused);
+            }
             if fused.is_some() {
                 // Kept for the next decode (a bounded size: one huge image
                 // does not stay allocated).
@@ -281,11 +297,16 @@ fn check_image(
             pixel_rows::<UInt8Type>(v, width, height)?
         }
         Plane::U16(v, stored16) => {
-            let mut hist = vec![0u64; 1 << 16];
-            for &p in &v {
-                hist[p as usize] += 1;
+            if let Some((f, iv)) = fused.zip(col.interval.as_ref()) {
+                let b = Bounds::<u16>::new(iv);
+                note_summary(&summarize(&v, &b), &b, stored16, &v, width, f, tally, slot);
+            } else {
+                let mut hist = vec![0u64; 1 << 16];
+                for &p in &v {
+                    hist[p as usize] += 1;
+                }
+                note_histogram(&hist, stored16, &judge, &v, width, tally, slot, fused);
             }
-            note_histogram(&hist, stored16, &judge, &v, width, tally, slot, fused);
             if fused.is_some() {
                 return Ok(());
             }
@@ -491,7 +512,7 @@ fn histogram_u8(v: &[u8]) -> [u64; 256] {
 /// smallest value, examples and logged violations at their (x, y) in scan
 /// order, so reports are the same byte for byte.
 #[allow(clippy::too_many_arguments)]
-fn note_histogram<T: Copy + Into<u32>>(
+fn note_histogram<T: Lane>(
     hist: &[u64],
     stored16: bool,
     judge: &dyn Fn(i128) -> Verdict,
@@ -525,23 +546,42 @@ fn note_histogram<T: Copy + Into<u32>>(
         .evidence
         .pixels
         .count(bad.iter().map(|&v| (Value::Int(v as i128), hist[v])));
-    // Boundary pixels: a bad value strictly between its two neighbours
-    // (left/right or above/below), as interpolation makes them.
     let mut is_bad = vec![false; hist.len()];
     for &v in &bad {
         is_bad[v] = true;
     }
-    let at = |i: usize| values[i].into();
-    let (mut located, mut boundary) = (0, 0);
     // Runs of one good value (most of a mask) are skipped eight at a time.
-    let runs = values.chunks(8).enumerate().filter(|(_, c)| {
+    let blocks = |c: &[T]| {
         let first: u32 = c[0].into();
         is_bad[first as usize] || c.iter().any(|&x| x.into() != first)
-    });
-    let pixels = runs.flat_map(|(k, c)| c.iter().enumerate().map(move |(j, &v)| (8 * k + j, v)));
+    };
+    locate_bad(values, width, 8, blocks, |v| is_bad[v as usize], fused, tally, slot);
+}
+
+/// Walks the bad pixels of a plane in scan order (within the blocks of
+/// `block` pixels that `may_hold_bad` lets through) and records what the
+/// report keeps of each: pixels on class boundaries (a bad value strictly
+/// between its two neighbours, left/right or above/below, as interpolation
+/// makes them) and, with `fused`, the kernel's examples and logged
+/// violations at their (x, y).
+#[allow(clippy::too_many_arguments)]
+fn locate_bad<T: Lane>(
+    values: &[T],
+    width: usize,
+    block: usize,
+    may_hold_bad: impl Fn(&[T]) -> bool,
+    mut is_bad: impl FnMut(u32) -> bool,
+    fused: Option<Judged>,
+    tally: &mut Tally,
+    slot: usize,
+) {
+    let at = |i: usize| values[i].into();
+    let (mut located, mut boundary) = (0, 0);
+    let blocks = values.chunks(block).enumerate().filter(|(_, c)| may_hold_bad(c));
+    let pixels = blocks.flat_map(|(k, c)| c.iter().enumerate().map(move |(j, &v)| (block * k + j, v)));
     for (i, v) in pixels {
         let v: u32 = v.into();
-        if !is_bad[v as usize] {
+        if !is_bad(v) {
             continue;
         }
         located += 1;
@@ -585,6 +625,71 @@ fn note_histogram<T: Copy + Into<u32>>(
     let ev = &mut tally.checks[slot].evidence.pixels;
     ev.located += located;
     ev.boundary += boundary;
+}
+
+/// What a plane judged by its [`Summary`] adds: exactly what
+/// [`note_histogram`] with `fused` records of its histogram. A plane with a
+/// bad value (rare) is then walked once for its bad pixels, which yields
+/// their counts, so no histogram is built.
+#[allow(clippy::too_many_arguments)]
+fn note_summary<N: Lane>(
+    s: &Summary<N>,
+    b: &Bounds<N>,
+    stored16: bool,
+    values: &[N],
+    width: usize,
+    f: Judged,
+    tally: &mut Tally,
+    slot: usize,
+) {
+    {
+        let ev = &mut tally.checks[slot].evidence.pixels;
+        if s.has_255 && s.only_0_255 {
+            ev.binary_255 += 1;
+        }
+        if stored16 && s.max(b).is_some_and(|m| m.into() > 255) {
+            ev.wide16 += 1;
+        }
+    }
+    // The bad values and their pixel counts.
+    let mut counts: Vec<u64> = Vec::new();
+    if !s.clean(b) {
+        let top: u32 = N::TOP.into();
+        counts = vec![0; top as usize + 1];
+        let count = |v: u32| {
+            let bad = b.bad(v);
+            if bad {
+                counts[v as usize] += 1;
+            }
+            bad
+        };
+        locate_bad(values, width, 64, |c| b.has_bad(c), count, Some(f), tally, slot);
+    }
+    let bad = || counts.iter().enumerate().filter(|(_, n)| **n > 0);
+    let check = &mut tally.checks[slot];
+    // As `kernel_evidence`: violations, each bad value, and with class
+    // rules the smallest value other than the ignored one (only the ignored
+    // one reads as the type's largest, recorded unless it is ignored).
+    check.violations += counts.iter().sum::<u64>();
+    for (v, _) in bad() {
+        check.evidence.bad_whole(v as i128);
+    }
+    if f.col.interval.is_some() && f.col.tracks_min() {
+        let m = match s.range {
+            Some((mn, _)) => Some(mn),
+            None if s.extra_seen => Some(N::TOP),
+            None => None,
+        };
+        if let Some(m) = m
+            && b.extra.is_none_or(|x| x != m)
+        {
+            check.evidence.seen_min(i128::from(m.into()));
+        }
+    }
+    check
+        .evidence
+        .pixels
+        .count(bad().map(|(v, &n)| (Value::Int(v as i128), n)));
 }
 
 /// What the integer kernel records of a plane besides examples, from its
@@ -865,10 +970,13 @@ mod tests {
         }
     }
 
-    /// The fused path (histogram standing in for the kernel) records
-    /// exactly what the generic path (kernel over the Arrow plane) records:
-    /// random 8- and 16-bit planes, under rules of every shape, with and
-    /// without a violation log, few and many examples.
+    /// The fused path (one summary pass, or the histogram, standing in for
+    /// the kernel) records exactly what the generic path (kernel over the
+    /// Arrow plane) records: random 8- and 16-bit planes, blocky (2-D
+    /// regions, as masks are) and noisy, under rules of every shape (with
+    /// and without ignore_index, reduce_zero_label, luminance decoding of
+    /// palette images), with and without a violation log, few and many
+    /// examples.
     #[test]
     fn histogram_path_records_what_the_kernel_records() {
         use proptest::prelude::*;
@@ -879,26 +987,32 @@ mod tests {
             "{kind: class, num_classes: 2, ignore_index: 0}",
             "{kind: class, num_classes: 5, ignore_index: 70000}",
             "{kind: class, num_classes: 1, ignore_index: 255, reduce_zero_label: true}",
+            "{kind: class, num_classes: 150, ignore_index: 255, reduce_zero_label: true}",
             "{kind: values, allowed: [0, 2, 7, 255]}",
+            "{kind: values, allowed: [3, 4, 5]}",
             "{kind: range, min: 1, max: 200}",
             "{kind: class, num_classes: 40000, ignore_index: 65535}",
+            "{kind: class, num_classes: 300, ignore_index: 255}",
+            "{kind: class, num_classes: 150, ignore_index: 255, decode: luminance}",
+            "{kind: class, num_classes: 60, decode: luminance, reduce_zero_label: true}",
         ];
         let mut runner = TestRunner::new(Config {
-            cases: 64,
+            cases: 256,
             ..Config::default()
         });
         let strategy = (
             0..columns.len(),
-            1usize..24,
-            1usize..24,
+            1usize..80,
+            1usize..80,
             any::<bool>(),
             any::<bool>(),
             0usize..6,
-            proptest::collection::vec(any::<u16>(), 24 * 24),
+            proptest::collection::vec(any::<u16>(), 80 * 80),
             any::<u8>(),
+            1usize..20,
         );
         runner
-            .run(&strategy, |(c, w, h, wide, log, examples, raw, spread)| {
+            .run(&strategy, |(c, w, h, wide, log, examples, raw, spread, side)| {
                 let s = schema(columns[c]).unwrap();
                 let validator = Validator::new(s, examples);
                 let spec = validator.schema().columns[0].pixels.clone().unwrap_or_default();
@@ -908,19 +1022,41 @@ mod tests {
                     let few = [0u16, 1, 2, 3, 7, 150, 200, 255, 256, 300, 40000, 65535];
                     if spread < 128 { few[r as usize % few.len()] } else { r }
                 };
-                // Runs of one value (as masks have), or a value per pixel.
-                let at = |i: usize| if spread % 2 == 0 { raw[i / 11] } else { raw[i] };
-                let samples = if wide {
+                // Square regions of one value (as masks have; sometimes a
+                // stray pixel in one), or a value per pixel.
+                let at = |i: usize| {
+                    if spread % 2 == 0 {
+                        let (x, y) = (i % w, i / w);
+                        let r = raw[(y / side) * 80 + x / side];
+                        if raw[i] % 97 == 0 { raw[i] } else { r }
+                    } else {
+                        raw[i]
+                    }
+                };
+                // A palette image under luminance decoding (indices through
+                // a palette); otherwise gray.
+                let luminance = spec.decode == Decode::Luminance && !wide;
+                let samples = if wide && spec.decode == Decode::Raw {
                     Samples::U16((0..n).map(|i| pick(at(i))).collect())
                 } else {
                     Samples::U8((0..n).map(|i| pick(at(i)) as u8).collect())
                 };
+                let palette = (0..256u16)
+                    .map(|i| {
+                        let r = raw[i as usize];
+                        [r as u8, (r >> 8) as u8, (r as u8).wrapping_mul(3)]
+                    })
+                    .collect();
                 let img = Image {
                     width: w,
                     height: h,
-                    mode: if wide { Mode::I16 } else { Mode::L },
+                    mode: match samples {
+                        Samples::U16(_) => Mode::I16,
+                        _ if luminance => Mode::P,
+                        _ => Mode::L,
+                    },
                     samples,
-                    palette: Vec::new(),
+                    palette: if luminance { palette } else { Vec::new() },
                     kind: image::Kind::Png,
                     stored_bits: if wide { 16 } else { 8 },
                 };

@@ -421,7 +421,7 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             hints.dtype(formats::tokenbin::TOKENS),
             hints.eod(formats::tokenbin::TOKENS),
         ),
-        Some(Format::Image) => Ok(Box::new(formats::image::ImageSource::open(path)?)),
+        Some(Format::Image) => Ok(Box::new(formats::image::ImageSource::open(path, meta.len()))),
         Some(Format::Coco) => Ok(Box::new(formats::coco::CocoSource::open_with(path, &|c| {
             hints.coco_mappings.iter().find(|(n, _)| n == c).map(|(_, m)| m.clone())
         })?)),

@@ -29,6 +29,7 @@ mod tiff;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use arrow::array::{BinaryArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
@@ -212,38 +213,38 @@ pub fn is_image_name(ext: &str) -> bool {
 
 /// An image file: one row, column `pixels`, holding the file's bytes for
 /// the pixel transform to decode.
+///
+/// Opening does no I/O: the file is opened once, when it is read, and its
+/// kind is then sniffed from the bytes read (a mask set is many small files,
+/// so every system call per file counts; this is as many as reading the
+/// file whole takes).
 pub struct ImageSource {
     path: PathBuf,
     columns: Vec<String>,
-    kind: Kind,
+    /// The file's size when it was listed.
+    len: u64,
+    /// The kind read ([`Kind`] as 1 + its position; 0 before the read).
+    kind: AtomicU8,
 }
+
+const KINDS: [Kind; 5] = [Kind::Png, Kind::Tiff, Kind::Bmp, Kind::Jpeg, Kind::WebP];
 
 impl ImageSource {
-    /// Opens an image file (its kind from its first bytes).
-    pub fn open(path: &Path) -> Result<ImageSource, ReadError> {
-        let mut head = [0u8; 12];
-        let mut f = std::fs::File::open(path)?;
-        let n = read_up_to(&mut f, &mut head)?;
-        let kind = Kind::sniff(&head[..n])
-            .ok_or_else(|| ReadError::new("not an image preflight reads (PNG, TIFF, BMP, JPEG or WebP): bad magic"))?;
-        Ok(ImageSource {
+    /// An image file of `len` bytes (as its metadata says).
+    pub fn open(path: &Path, len: u64) -> ImageSource {
+        ImageSource {
             path: path.to_path_buf(),
             columns: vec![PIXELS.to_string()],
-            kind,
-        })
-    }
-}
-
-fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::io::Read;
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
+            len,
+            kind: AtomicU8::new(0),
         }
     }
-    Ok(n)
+
+    /// The kind the read found, if it has happened.
+    fn kind(&self) -> Option<Kind> {
+        let k = self.kind.load(Ordering::Relaxed) as usize;
+        k.checked_sub(1).and_then(|i| KINDS.get(i)).copied()
+    }
 }
 
 impl Source for ImageSource {
@@ -261,18 +262,22 @@ impl Source for ImageSource {
         projection: &[usize],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        // One open, one size query, one read.
-        let mut f = std::fs::File::open(&self.path)?;
-        let len = f.metadata()?.len();
-        if len > MAX_FILE_BYTES {
+        // One open, one read (and the read that finds the end).
+        if self.len > MAX_FILE_BYTES {
             return Err(ReadError::new(format!(
-                "{len} bytes: larger than the {MAX_FILE_BYTES} bytes an image file may have"
+                "{} bytes: larger than the {MAX_FILE_BYTES} bytes an image file may have",
+                self.len
             )));
         }
-        let mut bytes = Vec::with_capacity(len as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(&mut f, MAX_FILE_BYTES), &mut bytes)?;
+        let f = std::fs::File::open(&self.path)?;
+        let mut bytes = Vec::with_capacity(self.len as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_FILE_BYTES), &mut bytes)?;
+        let kind = Kind::sniff(&bytes[..bytes.len().min(12)])
+            .ok_or_else(|| ReadError::new("not an image preflight reads (PNG, TIFF, BMP, JPEG or WebP): bad magic"))?;
+        let at = KINDS.iter().position(|&k| k == kind).unwrap_or(0);
+        self.kind.store(1 + at as u8, Ordering::Relaxed);
         let field = Field::new(PIXELS, DataType::Binary, false).with_metadata(
-            [(IMAGE_FIELD.to_string(), self.kind.name().to_string())]
+            [(IMAGE_FIELD.to_string(), kind.name().to_string())]
                 .into_iter()
                 .collect::<std::collections::HashMap<String, String>>(),
         );
@@ -284,12 +289,12 @@ impl Source for ImageSource {
     }
 
     fn notes(&self) -> Vec<String> {
-        match self.kind {
-            Kind::Jpeg => vec![
+        match self.kind() {
+            Some(Kind::Jpeg) => vec![
                 "a JPEG mask: JPEG is lossy, so class boundaries gain values that were never labels; save masks as PNG"
                     .into(),
             ],
-            Kind::WebP => vec![
+            Some(Kind::WebP) => vec![
                 "a WebP mask: lossy WebP changes pixel values (and any WebP mask reads as RGB); save masks as PNG"
                     .into(),
             ],

@@ -31,10 +31,15 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
     let size = reader
         .output_buffer_size()
         .ok_or_else(|| "PNG: the image does not fit in memory".to_string())?;
-    // The last plane's allocation, zeroed: no fresh pages per image.
-    let mut buf = crate::pixels::zeroed(size);
+    // The last plane's allocation: no fresh pages per image. Rows of a
+    // progressive (interlaced) image are ORed in at sub-byte depths, so it
+    // starts from zeros; otherwise every row is copied whole, and only
+    // what a frame smaller than the image (an APNG `fcTL`) leaves is zeroed.
+    let mut buf = crate::pixels::plane_buffer(size, info.interlaced);
     let out = reader.next_frame(&mut buf).map_err(|e| format!("PNG: {e}"))?;
     let line = out.line_size;
+    let written = line.saturating_mul(out.height as usize).min(buf.len());
+    buf[written..].fill(0);
     let bits = depth as u8;
     let (mode, samples) = match color {
         ColorType::Grayscale | ColorType::Indexed => {
