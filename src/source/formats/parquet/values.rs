@@ -817,8 +817,9 @@ impl<'f, T: Physical> ValueReader<'f, T> {
             .ok_or_else(|| ReadError::new("a proven batch without a judge"))?
             .good;
         let key = good.to_target(target);
-        // A batch of more elements than this gets its own (not kept).
-        const KEEP: usize = 1 << 24;
+        // A batch of more elements than this gets its own (not kept: at
+        // most 32 MB stay per thread and type).
+        const KEEP: usize = 1 << 22;
         if n > KEEP {
             return T::array(vec![good; n], None, target);
         }
