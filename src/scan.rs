@@ -427,8 +427,16 @@ fn check_unit(
         .zip(&shaped)
         .filter_map(|(p, &s)| p.map(|_| s))
         .collect();
+    // The value rules a reader may prove batches against itself.
+    let rules: Vec<Option<crate::check::Judge>> = positions
+        .iter()
+        .enumerate()
+        .filter_map(|(ci, p)| p.map(|_| validator.judge(ci)))
+        .collect();
+    let mut as_shape = shaped.clone();
+    let src = &o.source;
     let result = source::guarded(|| {
-        o.source.read_shapes(unit, &projection, &shapes, &mut |batch| {
+        src.read_judged(unit, &projection, &shapes, &rules, &mut |batch, p| {
             let mut columns: Vec<Option<ArrayRef>> = positions
                 .iter()
                 .map(|p| p.map(|p| batch.batch.column(p).clone()))
@@ -452,7 +460,11 @@ fn check_unit(
                     source: if whole_file { e } else { e.at(format!("row {row}")) },
                 });
             }
-            for e in validator.check_columns_shaped(&columns, &shaped, rows, fi, batch.first_row, &mut tally) {
+            // A column the reader proved in this batch is checked as a shape.
+            for (ci, pos) in positions.iter().enumerate() {
+                as_shape[ci] = shaped[ci] || pos.is_some_and(|i| p.get(i) == Some(&true));
+            }
+            for e in validator.check_columns_shaped(&columns, &as_shape, rows, fi, batch.first_row, &mut tally) {
                 let err = Error::ColumnType {
                     path: file.display.clone(),
                     column: e.column,

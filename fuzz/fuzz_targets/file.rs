@@ -119,6 +119,11 @@ fuzz_target!(|data: &[u8]| {
         // Every column as a shape (list lengths from Parquet page levels).
         let shapes = vec![true; projection.len()];
         let _ = source::guarded(|| src.read_shapes(unit, &projection, &shapes, &mut |_| Ok(())));
+        // Every column judged by an index rule (`token_type_ids`): Parquet
+        // pages proven where they lie, batches flagged proven.
+        let judges = vec![validator.judge(2); projection.len()];
+        let none = vec![false; projection.len()];
+        let _ = source::guarded(|| src.read_judged(unit, &projection, &none, &judges, &mut |_, _| Ok(())));
     }
     // A token stream also goes through the scanner with an `eod_id`
     // schema: units cut after an end-of-document id, documents judged.

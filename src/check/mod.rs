@@ -12,6 +12,7 @@
 
 mod band;
 mod documents;
+mod judge;
 mod leaf;
 mod list;
 mod stats;
@@ -23,6 +24,7 @@ use crate::report::{ErrorEntry, Partial, Tally};
 use crate::schema::{ColumnSpec, Number, Rule, Schema, ValueRule, cmp_int_float};
 
 pub use documents::Documents;
+pub use judge::{Bounds, Judge};
 pub use leaf::Verdict;
 pub use stats::UnitStats;
 
@@ -365,15 +367,19 @@ impl Validator {
                     tally,
                 )
             };
-            if result.is_ok() && shaped.get(ci) != Some(&true) {
-                if let Some(slot) = col.slots.tokenizer_size {
-                    band::check_band(col, array.as_ref(), slot, at, tally);
-                }
-                if let ValueRule::Index { .. } = col.spec.values
-                    && let Some(cap) = band::capacity(array.data_type())
-                {
-                    tally.checks[col.slots.value].evidence.stored_in(cap);
-                }
+            if result.is_ok()
+                && shaped.get(ci) != Some(&true)
+                && let Some(slot) = col.slots.tokenizer_size
+            {
+                band::check_band(col, array.as_ref(), slot, at, tally);
+            }
+            // The stored type, also of a batch a reader proved (a shape read
+            // for statistics holds nulls: no capacity).
+            if result.is_ok()
+                && let ValueRule::Index { .. } = col.spec.values
+                && let Some(cap) = band::capacity(array.data_type())
+            {
+                tally.checks[col.slots.value].evidence.stored_in(cap);
             }
             if let (Ok(()), Some(eod)) = (&result, col.spec.eod_id) {
                 result = match tally.docs.take() {
@@ -542,6 +548,20 @@ impl Validator {
             return false;
         }
         self.values_proven(ci, stats)
+    }
+
+    /// The value rule of schema column `ci` as a [`Judge`] a reader may
+    /// apply itself, when passing it is all a clean integer value does to
+    /// the report (see `judge`); `None` otherwise.
+    pub fn judge(&self, ci: usize) -> Option<Judge> {
+        let col = &self.columns[ci];
+        let spec = &col.spec;
+        let plain = !col.tracks_min()
+            && spec.tokenizer_size.is_none()
+            && spec.eod_id.is_none()
+            && spec.pad_id.is_none()
+            && spec.pixels.is_none();
+        plain.then_some(col.interval).flatten().map(Judge::new)
     }
 
     /// Whether statistics prove the values of a list column valid in a unit

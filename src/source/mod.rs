@@ -39,6 +39,10 @@ pub struct Batch {
     pub batch: RecordBatch,
 }
 
+/// Where [`Source::read_judged`] hands each batch, with which of its
+/// columns the reader proved.
+pub type JudgedSink<'a> = dyn FnMut(Batch, &[bool]) -> Result<(), ReadError> + 'a;
+
 /// One data file, opened and ready to be read unit by unit.
 pub trait Source: Send + Sync {
     /// Names of the file's top-level columns, in file order.
@@ -71,6 +75,26 @@ pub trait Source: Send + Sync {
     ) -> Result<(), ReadError> {
         let _ = shapes;
         self.read(unit, projection, sink)
+    }
+
+    /// Like [`Source::read_shapes`], with the value rule of each projected
+    /// column as a judge where it has one ([`crate::check::Judge`]). A
+    /// reader that proves a batch's values of a column pass its judge may
+    /// hand that column as a shape of the stored type (exact row nulls and
+    /// lengths, element values meaningless) and flag it in the slice `sink`
+    /// gets (indexed like `projection`; empty or false: not proven). Only a
+    /// caller that checks flagged columns for their length rules alone may
+    /// call this. Formats without such proofs prove nothing.
+    fn read_judged(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        judges: &[Option<crate::check::Judge>],
+        sink: &mut JudgedSink<'_>,
+    ) -> Result<(), ReadError> {
+        let _ = judges;
+        self.read_shapes(unit, projection, shapes, &mut |b| sink(b, &[]))
     }
 
     /// Column statistics for a unit, when the format stores them (Parquet).

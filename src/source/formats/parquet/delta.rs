@@ -15,7 +15,7 @@
 use super::thrift::uleb128;
 use crate::source::ReadError;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Delta {
     pos: usize,
     end: usize,

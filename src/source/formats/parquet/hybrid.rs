@@ -39,7 +39,7 @@ enum Mode {
 
 /// A hybrid-encoded stream over a byte range; the bytes are passed to each
 /// call (they live in a page buffer the caller owns).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Hybrid {
     mode: Mode,
     pos: usize,
@@ -152,6 +152,65 @@ impl Hybrid {
         Ok(())
     }
 
+    /// Skips the next `k` values; a bit-packed run is stepped over without
+    /// unpacking it.
+    pub fn skip(&mut self, data: &[u8], mut k: usize) -> Result<(), ReadError> {
+        while k > 0 {
+            if self.repeat_left == 0 && self.lit_at == self.lit_len && self.packed_left > 0 {
+                let m = self.packed_left.min(k);
+                let bit = self.bit + m * self.width as usize;
+                if bit.div_ceil(8) > self.end {
+                    return Err(ReadError::new("the RLE data ends before the page's last value"));
+                }
+                self.bit = bit;
+                self.packed_left -= m;
+                k -= m;
+                continue;
+            }
+            let (Run::Repeat(_, m) | Run::Literal(m)) = self.run(data, k)?;
+            self.advance(m);
+            k -= m;
+        }
+        Ok(())
+    }
+
+    /// Walks the next `n` values: how many of them are `count`, or `None`
+    /// as soon as one is neither `count` nor `allow`.
+    pub fn count_only(
+        &mut self,
+        data: &[u8],
+        n: usize,
+        count: u32,
+        allow: Option<u32>,
+    ) -> Result<Option<usize>, ReadError> {
+        let (mut left, mut hits) = (n, 0);
+        while left > 0 {
+            let k = match self.run(data, left)? {
+                Run::Repeat(v, k) => {
+                    if v == count {
+                        hits += k;
+                    } else if Some(v) != allow {
+                        return Ok(None);
+                    }
+                    k
+                }
+                Run::Literal(k) => {
+                    for &v in &self.lit[self.lit_at..self.lit_at + k] {
+                        if v == count {
+                            hits += 1;
+                        } else if Some(v) != allow {
+                            return Ok(None);
+                        }
+                    }
+                    k
+                }
+            };
+            self.advance(k);
+            left -= k;
+        }
+        Ok(Some(hits))
+    }
+
     fn next_header(&mut self, data: &[u8]) -> Result<(), ReadError> {
         let end = || ReadError::new("the RLE data ends before the page's last value");
         if self.mode != Mode::Hybrid {
@@ -223,6 +282,22 @@ impl Hybrid {
             let mask = if w == 32 { u64::MAX >> 32 } else { (1u64 << w) - 1 };
             let bytes = &data[..self.end];
             let mut bit = self.bit;
+            // Up to a byte boundary value by value, then 32 at a time with
+            // the width a constant (see `unpack32`), the rest value by value.
+            let mut done = 0;
+            while !bit.is_multiple_of(8) && done < n {
+                let at = bit / 8;
+                let mut b = [0u8; 8];
+                let tail = &bytes[at..bytes.len().min(at + 8)];
+                b[..tail.len()].copy_from_slice(tail);
+                dst[done] = ((u64::from_le_bytes(b) >> (bit % 8)) & mask) as u32;
+                bit += w;
+                done += 1;
+            }
+            let fast = unpack32(w, &bytes[bit / 8..], &mut dst[done..]);
+            bit += fast * w;
+            let dst = &mut dst[done + fast..];
+            let n = dst.len();
             // Values whose 8-byte window lies inside the data: one load each.
             let whole = if bytes.len() >= 8 {
                 ((bytes.len() - 8) * 8 + 1).saturating_sub(bit).div_ceil(w).min(n)
@@ -249,6 +324,44 @@ impl Hybrid {
         self.packed_left -= n;
         Ok(())
     }
+}
+
+/// Unpacks whole groups of 32 `w`-bit values from the start of `src` into
+/// `dst` while both hold one (and 8 bytes to spare for the last load):
+/// how many values. The width is a constant in each instance, so the
+/// shifts and loads of a group unroll; this was the largest cost of
+/// reading dictionary indices.
+fn unpack32(w: usize, src: &[u8], dst: &mut [u32]) -> usize {
+    macro_rules! widths {
+        ($($w:literal)*) => {
+            match w {
+                $($w => unpack32_w::<$w>(src, dst),)*
+                _ => 0,
+            }
+        };
+    }
+    widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
+}
+
+#[inline(always)]
+fn unpack32_w<const W: usize>(src: &[u8], dst: &mut [u32]) -> usize {
+    let mask = if W == 32 { u64::from(u32::MAX) } else { (1u64 << W) - 1 };
+    let mut done = 0;
+    for out in dst.chunks_exact_mut(32) {
+        let start = done / 32 * 4 * W;
+        // The group's bytes and 8 more (the last value's load reads past).
+        let (Some(bytes), Ok(out)) = (src.get(start..start + 4 * W + 8), <&mut [u32; 32]>::try_from(out)) else {
+            break;
+        };
+        for (i, slot) in out.iter_mut().enumerate() {
+            let bit = i * W;
+            let b = &bytes[bit / 8..bit / 8 + 8];
+            let word = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            *slot = ((word >> (bit % 8)) & mask) as u32;
+        }
+        done += 32;
+    }
+    done
 }
 
 #[cfg(test)]
@@ -323,6 +436,52 @@ pub(super) mod tests {
                 .collect();
             let data = encode(&values, width);
             assert_eq!(decode_all(&data, width, values.len()).unwrap(), values, "width {width}");
+        }
+    }
+
+    /// One bit-packed run of 1000 values, decoded in pieces of odd sizes
+    /// (unaligned starts, groups of 32 unpacked at once, short tails) and
+    /// skipped in part.
+    #[test]
+    fn long_packed_runs_round_trip_in_pieces() {
+        for width in 1..=32u32 {
+            let max = if width == 32 {
+                u64::from(u32::MAX)
+            } else {
+                (1u64 << width) - 1
+            };
+            let values: Vec<u32> = (0..1000u64).map(|i| (i * 2654435761 % (max + 1)) as u32).collect();
+            // A bit-packed run header of 125 groups: (125 << 1 | 1) as a varint.
+            let mut data = vec![0xfb, 0x01];
+            let (mut acc, mut bits) = (0u64, 0u32);
+            for &v in &values {
+                acc |= u64::from(v) << bits;
+                bits += width;
+                while bits >= 8 {
+                    data.push(acc as u8);
+                    acc >>= 8;
+                    bits -= 8;
+                }
+            }
+            for pieces in [&[1usize, 7, 33, 100][..], &[64, 3, 500], &[1000]] {
+                let mut h = Hybrid::new(0..data.len(), width).unwrap();
+                let (mut got, mut at, mut turn) = (Vec::new(), 0, 0);
+                while at < values.len() {
+                    let k = pieces[turn % pieces.len()].min(values.len() - at);
+                    if turn % 3 == 2 {
+                        h.skip(&data, k).unwrap();
+                        got.extend_from_slice(&values[at..at + k]);
+                    } else {
+                        let mut out = vec![0; k];
+                        h.decode(&data, &mut out).unwrap();
+                        got.extend(out);
+                    }
+                    at += k;
+                    turn += 1;
+                }
+                assert_eq!(got, values, "width {width} pieces {pieces:?}");
+                assert!(h.decode(&data, &mut [0]).is_err(), "width {width}: past the run");
+            }
         }
     }
 

@@ -42,10 +42,10 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::basic::{Repetition, SortOrder, Type as PhysicalType};
 use parquet::file::statistics::Statistics;
 
-use crate::check::UnitStats;
+use crate::check::{Judge, UnitStats};
 use crate::source::storage::remote::Object;
 use crate::source::storage::{Blob, Fetched};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::source::{BATCH_ROWS, Batch, JudgedSink, ReadError, Source};
 use pages::PageWalker;
 use patched::Patched;
 use shape::ShapeReader;
@@ -97,9 +97,11 @@ enum ColumnReader<'f> {
 }
 
 impl ColumnReader<'_> {
-    fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
+    /// The next `n` rows, and whether the reader proved their values
+    /// against the column's judge (then the array is a shape, see `values`).
+    fn next_rows(&mut self, n: usize) -> Result<(ArrayRef, bool), ReadError> {
         match self {
-            ColumnReader::Shape(r) => r.next_rows(n),
+            ColumnReader::Shape(r) => Ok((r.next_rows(n)?, false)),
             ColumnReader::I32(r) => r.next_rows(n),
             ColumnReader::I64(r) => r.next_rows(n),
         }
@@ -325,16 +327,22 @@ impl ParquetSource {
         })
     }
 
-    fn value_reader<'f>(&self, file: &'f Blob, unit: usize, plan: Plan) -> Result<ColumnReader<'f>, ReadError> {
+    fn value_reader<'f>(
+        &self,
+        file: &'f Blob,
+        unit: usize,
+        plan: Plan,
+        judge: Option<Judge>,
+    ) -> Result<ColumnReader<'f>, ReadError> {
         let pages = self
             .pages(file, unit, plan.leaf)?
             .v2_always_compressed(self.v2_always_compressed);
         let wide = self.meta.parquet_schema().column(plan.leaf).physical_type() == PhysicalType::INT64;
         let rows = self.footer_rows(unit);
         Ok(if wide {
-            ColumnReader::I64(ValueReader::new(pages, plan, rows))
+            ColumnReader::I64(ValueReader::new(pages, plan, rows, judge))
         } else {
-            ColumnReader::I32(ValueReader::new(pages, plan, rows))
+            ColumnReader::I32(ValueReader::new(pages, plan, rows, judge))
         })
     }
 
@@ -591,14 +599,16 @@ impl ParquetSource {
     }
 
     /// Reads a unit with each projected column read as its shape (when
-    /// flagged in `shapes` and its levels can be walked), by `values`, or
-    /// by arrow-rs, assembled into batches in projection order.
+    /// flagged in `shapes` and its levels can be walked), by `values` (which
+    /// may prove batches against `judges`), or by arrow-rs, assembled into
+    /// batches in projection order.
     fn read_mixed(
         &self,
         unit: usize,
         projection: &[usize],
         shapes: &[bool],
-        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+        judges: &[Option<Judge>],
+        sink: &mut JudgedSink<'_>,
     ) -> Result<(), ReadError> {
         let at = || format!("row group {unit}");
         // A row group the footer says is empty is read as empty, as pyarrow
@@ -617,14 +627,15 @@ impl ParquetSource {
                         .map_err(|e| e.at(at()))?,
                 )))
             } else if let Some(plan) = self.value_plan(&file, unit, c) {
-                Some(self.value_reader(&file, unit, plan).map_err(|e| e.at(at()))?)
+                let judge = judges.get(readers.len()).copied().flatten();
+                Some(self.value_reader(&file, unit, plan, judge).map_err(|e| e.at(at()))?)
             } else {
                 None
             };
             readers.push(reader);
         }
         if readers.iter().all(Option::is_none) {
-            return self.read_from(&file, unit, projection, sink);
+            return self.read_from(&file, unit, projection, &mut |b| sink(b, &[]));
         }
         let rest: Vec<usize> = projection
             .iter()
@@ -640,14 +651,20 @@ impl ParquetSource {
             .unwrap_or(BATCH_ROWS);
         let names = &self.columns;
         // Assembles a batch of `rows` rows in projection order: shapes from
-        // their readers, the other columns from `decoded` in order.
-        let mut assemble = |rows: usize, decoded: &[ArrayRef]| -> Result<RecordBatch, ReadError> {
+        // their readers, the other columns from `decoded` in order; which
+        // columns a reader proved go to `proven`.
+        let mut proven = vec![false; projection.len()];
+        let mut assemble = |rows: usize, decoded: &[ArrayRef], proven: &mut [bool]| -> Result<RecordBatch, ReadError> {
             let mut decoded = decoded.iter();
             let mut fields = Vec::with_capacity(projection.len());
             let mut columns = Vec::with_capacity(projection.len());
-            for (&c, reader) in projection.iter().zip(readers.iter_mut()) {
+            for ((&c, reader), proven) in projection.iter().zip(readers.iter_mut()).zip(proven.iter_mut()) {
                 let array = match reader {
-                    Some(r) => r.next_rows(rows).map_err(|e| e.at(at()))?,
+                    Some(r) => {
+                        let (array, p) = r.next_rows(rows).map_err(|e| e.at(at()))?;
+                        *proven = p;
+                        array
+                    }
                     None => decoded
                         .next()
                         .cloned()
@@ -663,19 +680,22 @@ impl ParquetSource {
             let mut left = self.footer_rows(unit);
             while left > 0 {
                 let n = left.min(batch_rows as u64) as usize;
-                let batch = assemble(n, &[])?;
-                sink(Batch { first_row: row, batch })?;
+                let batch = assemble(n, &[], &mut proven)?;
+                sink(Batch { first_row: row, batch }, &proven)?;
                 row += n as u64;
                 left -= n as u64;
             }
         } else {
             // The decoded columns set the batch sizes; shapes follow them.
             self.read_from(&file, unit, &rest, &mut |b| {
-                let batch = assemble(b.batch.num_rows(), b.batch.columns())?;
-                sink(Batch {
-                    first_row: b.first_row,
-                    batch,
-                })
+                let batch = assemble(b.batch.num_rows(), b.batch.columns(), &mut proven)?;
+                sink(
+                    Batch {
+                        first_row: b.first_row,
+                        batch,
+                    },
+                    &proven,
+                )
             })?;
         }
         for reader in readers.iter_mut().flatten() {
@@ -785,7 +805,18 @@ impl Source for ParquetSource {
         shapes: &[bool],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        self.read_mixed(unit, projection, shapes, sink)
+        self.read_mixed(unit, projection, shapes, &[], &mut |b, _| sink(b))
+    }
+
+    fn read_judged(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        judges: &[Option<Judge>],
+        sink: &mut JudgedSink<'_>,
+    ) -> Result<(), ReadError> {
+        self.read_mixed(unit, projection, shapes, judges, sink)
     }
 
     fn units(&self) -> usize {
@@ -798,7 +829,9 @@ impl Source for ParquetSource {
         projection: &[usize],
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
-        self.read_mixed(unit, projection, &vec![false; projection.len()], sink)
+        self.read_mixed(unit, projection, &vec![false; projection.len()], &[], &mut |b, _| {
+            sink(b)
+        })
     }
 }
 
@@ -1305,6 +1338,150 @@ for v in ['V1', 'V2']:
                 own.iter().any(|o| o == name),
                 "{name} did not take the own path: {own:?}"
             );
+        }
+    }
+
+    /// Column `c` of every unit read with `judge`: each batch and whether
+    /// the reader proved it.
+    fn read_judged_all(path: &Path, c: usize, judge: Judge) -> Vec<(ArrayRef, bool)> {
+        let src = ParquetSource::open(path).unwrap();
+        let mut out = Vec::new();
+        for unit in 0..src.units() {
+            src.read_judged(unit, &[c], &[false], &[Some(judge)], &mut |b, proven| {
+                out.push((b.batch.column(0).clone(), proven.first() == Some(&true)));
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+        out
+    }
+
+    /// The whole numbers (or nulls) of a list array's elements.
+    fn elements(list: &dyn Array) -> Vec<Option<i128>> {
+        use arrow::array::AsArray;
+        let values = match list.data_type() {
+            DataType::List(_) => {
+                let l = list.as_list::<i32>();
+                let (a, b) = (l.value_offsets()[0] as usize, l.value_offsets()[l.len()] as usize);
+                l.values().slice(a, b - a)
+            }
+            DataType::LargeList(_) => {
+                let l = list.as_list::<i64>();
+                let (a, b) = (l.value_offsets()[0] as usize, l.value_offsets()[l.len()] as usize);
+                l.values().slice(a, b - a)
+            }
+            t => panic!("not a list: {t}"),
+        };
+        let wide = arrow::compute::cast(&values, &DataType::Int64).unwrap();
+        let wide = wide.as_primitive::<arrow::datatypes::Int64Type>();
+        wide.iter().map(|v| v.map(i128::from)).collect()
+    }
+
+    /// Row lengths and nulls of a list array.
+    fn shape(list: &dyn Array) -> Vec<Option<usize>> {
+        use arrow::array::AsArray;
+        (0..list.len())
+            .map(|i| {
+                list.is_valid(i).then(|| match list.data_type() {
+                    DataType::List(_) => list.as_list::<i32>().value_length(i) as usize,
+                    _ => list.as_list::<i64>().value_length(i) as usize,
+                })
+            })
+            .collect()
+    }
+
+    /// A batch the reader proves holds exactly arrow-rs's rows (nulls and
+    /// lengths, in the stored type) and only values that pass; every other
+    /// batch is arrow-rs's, value for value. Files with offending values in
+    /// a few pages prove the rest and build those.
+    #[test]
+    fn judged_batches_are_proven_only_when_every_value_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = r#"
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq, polars as pl, duckdb
+rng = np.random.default_rng(11)
+n = 6000
+rows = [[int(x) for x in rng.integers(0, 500, int(rng.integers(0, 30)))] for _ in range(n)]
+rows[100] = [500] * 20                      # an RLE run of one offending index
+rows[2001] = rows[2001] + [501]             # bit-packed, at a row's end
+rows[4321] = [-1] + rows[4321]              # at a row's start
+rows[5999] = [499, 500]                     # the last row
+mask = [[int(x) for x in rng.integers(0, 2, len(r))] for r in rows]
+mask[3000] = [2] * len(mask[3000]) if mask[3000] else [2]
+t = pa.table({'ids': pa.array(rows, pa.list_(pa.int32())), 'mask': pa.array(mask, pa.list_(pa.int8())),
+              'big': pa.array(rows, pa.large_list(pa.int64()))})
+for codec in ['none', 'zstd', 'snappy']:
+    for v in ['1.0', '2.0']:
+        for dic in [False, True]:
+            pq.write_table(t, f'pa_{codec}_{v}_{dic}.parquet', compression=codec, data_page_version=v,
+                           use_dictionary=dic, data_page_size=1024, row_group_size=500, write_statistics=False)
+nulls = [None if i % 1000 == 7 else r for i, r in enumerate(rows)]
+nulls[1500] = [1, None, 3]
+pq.write_table(pa.table({'ids': pa.array(nulls, pa.list_(pa.int32()))}), 'nulls.parquet', data_page_size=1024, row_group_size=500)
+pl.from_arrow(t).write_parquet('polars.parquet', row_group_size=500, data_page_size=2048)
+con = duckdb.connect(); con.register('t', t)
+for v in ['V1', 'V2']:
+    con.execute(f"COPY t TO 'duckdb_{v}.parquet' (FORMAT parquet, ROW_GROUP_SIZE 2048, PARQUET_VERSION {v})")
+"#;
+        python(dir.path(), script);
+        let mut files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 16);
+        let ids = Judge::new(crate::check::Interval {
+            lo: 0,
+            hi: 499,
+            extra: None,
+        });
+        let mask = Judge::new(crate::check::Interval {
+            lo: 0,
+            hi: 1,
+            extra: None,
+        });
+        for path in &files {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let (theirs, _) = read_all(path, false).unwrap();
+            let src = ParquetSource::open(path).unwrap();
+            for (c, column) in src.columns().to_vec().iter().enumerate() {
+                let judge = if column == "mask" { mask } else { ids };
+                let batches = read_judged_all(path, c, judge);
+                let (mut row, mut proven, mut built) = (0, 0, 0);
+                for (array, p) in &batches {
+                    let expect = theirs[c].slice(row, array.len());
+                    assert_eq!(array.data_type(), expect.data_type(), "{name} {column}");
+                    assert_eq!(
+                        shape(array.as_ref()),
+                        shape(expect.as_ref()),
+                        "{name} {column} row {row}"
+                    );
+                    let real = elements(expect.as_ref());
+                    if *p {
+                        let bad: Vec<_> = real.iter().filter(|v| !v.is_some_and(|v| judge.passes(v))).collect();
+                        assert!(bad.is_empty(), "{name} {column} row {row}: proven with {bad:?}");
+                        proven += 1;
+                    } else {
+                        // Values of proven pages may be passing stand-ins;
+                        // every other value (and every null) is the real one.
+                        let ours = elements(array.as_ref());
+                        assert_eq!(ours.len(), real.len(), "{name} {column} row {row}");
+                        for (i, (a, b)) in ours.iter().zip(&real).enumerate() {
+                            let stand_in = a.is_some_and(|a| judge.passes(a)) && b.is_some_and(|b| judge.passes(b));
+                            assert!(a == b || stand_in, "{name} {column} row {row} element {i}: {a:?} {b:?}");
+                        }
+                        built += 1;
+                    }
+                    row += array.len();
+                }
+                assert_eq!(row, theirs[c].len(), "{name} {column}");
+                // Batches without offending pages (or, in `nulls.parquet`,
+                // nulls) are proven; the others are built.
+                assert!(
+                    proven > 0 && built > 0,
+                    "{name} {column}: {proven} proven, {built} built"
+                );
+            }
         }
     }
 }

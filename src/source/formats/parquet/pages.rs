@@ -626,7 +626,9 @@ fn decompress_append(
         Compression::SNAPPY | Compression::LZ4_RAW => {
             decompress_block(codec, input, uncompressed, out)?;
         }
+        Compression::ZSTD(_) if uncompressed <= 64 << 20 && zstd_into(input, uncompressed, out, zstd) => {}
         Compression::ZSTD(_) => {
+            out.truncate(start);
             out.reserve(uncompressed.min(64 << 20));
             let ctx = zstd.get_or_insert_with(zstd::zstd_safe::DCtx::create);
             ctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
@@ -659,6 +661,45 @@ fn decompress_append(
         )));
     }
     Ok(())
+}
+
+/// Decompresses zstd frames straight into `out`'s spare room (reserved for
+/// the `uncompressed` bytes the header says): no zero-filling and no
+/// intermediate buffer, which `read_to_end` on a stream decoder costs.
+/// False when anything is off (an error, more or fewer bytes than said):
+/// the caller then runs the streaming decoder, which says what.
+fn zstd_into(
+    input: &[u8],
+    uncompressed: usize,
+    out: &mut Vec<u8>,
+    zstd: &mut Option<zstd::zstd_safe::DCtx<'static>>,
+) -> bool {
+    use zstd::zstd_safe::{InBuffer, OutBuffer, ResetDirective};
+    let start = out.len();
+    // One byte over: a page holding more than it says shows as such.
+    out.reserve_exact(uncompressed + 1);
+    let ctx = zstd.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+    if ctx.reset(ResetDirective::SessionOnly).is_err() {
+        return false;
+    }
+    let mut src = InBuffer::around(input);
+    loop {
+        let before = (src.pos(), out.len());
+        let mut dst = OutBuffer::around_pos(out, before.1);
+        let Ok(hint) = ctx.decompress_stream(&mut dst, &mut src) else {
+            return false;
+        };
+        let end = dst.pos();
+        if end - start > uncompressed {
+            return false;
+        }
+        if hint == 0 && src.pos() == input.len() {
+            return end - start == uncompressed;
+        }
+        if (src.pos(), end) == before {
+            return false;
+        }
+    }
 }
 
 /// Decompresses a whole page of `uncompressed` bytes.

@@ -14,6 +14,21 @@
 //!
 //! Levels are walked once, a chunk of slots at a time; a dictionary index
 //! past the dictionary is an error (arrow-rs reports one too).
+//!
+//! With a column's judge (`check::Judge`, list columns), each data page is
+//! first proven or not: no null slot (empty lists are fine), and every value
+//! passes: PLAIN values compared where they lie in the page buffer,
+//! dictionary indices against a table of which entries pass (made once per
+//! dictionary) and the dictionary's length. A batch whose rows lie in proven
+//! pages only is handed as a shape of the stored type and flagged proven;
+//! its values are skipped, never gathered. A batch that touches an unproven
+//! page is built as before, its rows from proven pages holding a passing
+//! stand-in value (the kernels find nothing there, as they would in the real
+//! values), so everything a report shows still comes from the kernels.
+//! Proving is only ever cautious: a page it cannot prove (an index past the
+//! dictionary, a corrupt stream) is simply decoded as before, where any
+//! error is raised. DELTA_BINARY_PACKED pages are proven by decoding them
+//! (no array built); a proven one is decoded again as it is skipped.
 
 use std::sync::Arc;
 
@@ -26,8 +41,9 @@ use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, FieldRef};
 
 use super::delta::Delta;
-use super::hybrid::Hybrid;
+use super::hybrid::{Hybrid, Run};
 use super::pages::{LevelEncoding, PageWalker, Whole, bit_width};
+use crate::check::{Bounds, Judge};
 use crate::source::ReadError;
 
 /// Parquet's value encodings read here.
@@ -65,6 +81,46 @@ pub(super) trait Physical: Copy + Default + Send + 'static {
     fn wrap(v: i64) -> Self;
     /// The array arrow-rs builds from these values for `target`.
     fn array(values: Vec<Self>, nulls: Option<NullBuffer>, target: &DataType) -> Result<ArrayRef, ReadError>;
+    /// The range of `target`'s values, when judges are applied here.
+    fn domain(target: &DataType) -> Option<(i64, i64)>;
+    /// The value `target` holds for this stored value (as `array` converts).
+    fn to_target(self, target: &DataType) -> i64;
+    /// Whether every PLAIN value in `bytes` passes `b` as `target`.
+    fn plain_pass(bytes: &[u8], target: &DataType, b: &Bounds) -> bool;
+}
+
+/// Whether every `S`-byte value in `bytes`, read by `get`, lies in
+/// `lo..=hi` or is `extra`; blocks keep the counters narrow so the loop
+/// vectorises.
+#[inline(always)]
+fn pass_all<N: Copy + PartialOrd, const S: usize>(
+    bytes: &[u8],
+    get: impl Fn(&[u8]) -> N,
+    lo: N,
+    hi: N,
+    extra: Option<N>,
+) -> bool {
+    bytes.chunks(S << 14).all(|block| {
+        let values = block.chunks_exact(S).map(&get);
+        let bad: u32 = match extra {
+            None => values.map(|v| !((v >= lo) & (v <= hi)) as u32).sum(),
+            Some(x) => values.map(|v| (!((v >= lo) & (v <= hi)) & (v != x)) as u32).sum(),
+        };
+        bad == 0
+    })
+}
+
+/// [`pass_all`] over 4-byte values as `N` (a cast, as `Physical::array`).
+macro_rules! pass_as {
+    ($bytes:expr, $b:expr, $n:ty) => {
+        pass_all::<$n, 4>(
+            $bytes,
+            |c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as $n,
+            $b.lo as $n,
+            $b.hi as $n,
+            $b.extra.map(|x| x as $n),
+        )
+    };
 }
 
 impl Physical for i32 {
@@ -87,6 +143,37 @@ impl Physical for i32 {
             t => return Err(ReadError::new(format!("INT32 values are not read as {t} here"))),
         })
     }
+    fn domain(target: &DataType) -> Option<(i64, i64)> {
+        Some(match target {
+            DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+            DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+            DataType::Int32 => (i32::MIN.into(), i32::MAX.into()),
+            DataType::UInt8 => (0, u8::MAX.into()),
+            DataType::UInt16 => (0, u16::MAX.into()),
+            DataType::UInt32 => (0, u32::MAX.into()),
+            _ => return None,
+        })
+    }
+    fn to_target(self, target: &DataType) -> i64 {
+        match target {
+            DataType::Int8 => (self as i8).into(),
+            DataType::Int16 => (self as i16).into(),
+            DataType::UInt8 => (self as u8).into(),
+            DataType::UInt16 => (self as u16).into(),
+            DataType::UInt32 => (self as u32).into(),
+            _ => self.into(),
+        }
+    }
+    fn plain_pass(bytes: &[u8], target: &DataType, b: &Bounds) -> bool {
+        match target {
+            DataType::Int8 => pass_as!(bytes, b, i8),
+            DataType::Int16 => pass_as!(bytes, b, i16),
+            DataType::UInt8 => pass_as!(bytes, b, u8),
+            DataType::UInt16 => pass_as!(bytes, b, u16),
+            DataType::UInt32 => pass_as!(bytes, b, u32),
+            _ => pass_as!(bytes, b, i32),
+        }
+    }
 }
 
 impl Physical for i64 {
@@ -105,6 +192,38 @@ impl Physical for i64 {
             t => return Err(ReadError::new(format!("INT64 values are not read as {t} here"))),
         })
     }
+    /// UInt64 values do not fit the judges' domain: never proven here.
+    fn domain(target: &DataType) -> Option<(i64, i64)> {
+        matches!(target, DataType::Int64).then_some((i64::MIN, i64::MAX))
+    }
+    fn to_target(self, _target: &DataType) -> i64 {
+        self
+    }
+    fn plain_pass(bytes: &[u8], _target: &DataType, b: &Bounds) -> bool {
+        pass_all::<i64, 8>(
+            bytes,
+            |c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+            b.lo,
+            b.hi,
+            b.extra,
+        )
+    }
+}
+
+thread_local! {
+    /// Stand-in arrays (see [`ValueReader::stand_ins`]): target type, value.
+    static STAND_INS: std::cell::RefCell<Vec<(DataType, i64, ArrayRef)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A judge made ready for one chunk's values.
+struct Proof<T> {
+    bounds: Bounds,
+    /// A stored value whose target value passes: the stand-in.
+    good: T,
+    /// Per dictionary entry: whether it passes.
+    table: Vec<bool>,
+    /// Every dictionary entry passes: only the indices' range matters.
+    all_pass: bool,
 }
 
 /// Where the current page's values are read from.
@@ -121,6 +240,8 @@ struct Page {
     values: Values,
     /// Level slots not yet decoded.
     left: usize,
+    /// No null slot and every value passes the judge (see the module doc).
+    proven: bool,
 }
 
 /// Decodes one column chunk into arrays, batch by batch.
@@ -137,6 +258,8 @@ pub(super) struct ValueReader<'f, T: Physical> {
     d: Vec<u32>,
     at: usize,
     len: usize,
+    /// Every slot in `at..len` is an element with a value (`d` unfilled).
+    full: bool,
     /// Scratch: dictionary indices, DELTA values, values of a chunk of slots.
     idx: Vec<u32>,
     wide: Vec<i64>,
@@ -146,11 +269,16 @@ pub(super) struct ValueReader<'f, T: Physical> {
     footer_rows: u64,
     handed: u64,
     done: bool,
+    proof: Option<Proof<T>>,
 }
 
 /// One batch being built.
 struct Out<T> {
     values: Vec<T>,
+    /// Every value so far lies in a proven page: `values` is empty and
+    /// this many were skipped.
+    proven: bool,
+    skipped: usize,
     /// Element offset where each row starts (lists).
     starts: Vec<i64>,
     rows: usize,
@@ -160,8 +288,22 @@ struct Out<T> {
 }
 
 impl<'f, T: Physical> ValueReader<'f, T> {
-    pub fn new(pages: PageWalker<'f>, plan: Plan, footer_rows: u64) -> Self {
+    pub fn new(pages: PageWalker<'f>, plan: Plan, footer_rows: u64, judge: Option<Judge>) -> Self {
+        // Lists only: a flat column's batch is its values, nothing to spare.
+        let proof = judge
+            .filter(|_| plan.list.is_some())
+            .and_then(|j| {
+                let (min, max) = T::domain(&plan.target)?;
+                j.bounds(min, max)
+            })
+            .map(|bounds| Proof {
+                bounds,
+                good: T::wrap(bounds.lo),
+                table: Vec::new(),
+                all_pass: false,
+            });
         ValueReader {
+            proof,
             pages,
             plan,
             buf: Vec::new(),
@@ -172,6 +314,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
             d: vec![0; SLOTS],
             at: 0,
             len: 0,
+            full: false,
             idx: Vec::new(),
             wide: Vec::new(),
             tmp: Vec::new(),
@@ -197,14 +340,21 @@ impl<'f, T: Physical> ValueReader<'f, T> {
                 if self.plan.max_rep > 0 {
                     page.rep.decode(&self.buf, &mut self.r[..m])?;
                 }
-                if self.plan.max_def > 0 {
+                // In a list, slots that are all elements are usually one run
+                // of the top definition level: then `d` is left unfilled.
+                let max_def = self.plan.max_def as u32;
+                self.full = self.plan.list.is_some()
+                    && matches!(page.def.run(&self.buf, m)?, Run::Repeat(v, k) if v == max_def && k == m);
+                if self.full {
+                    page.def.advance(m);
+                } else if self.plan.max_def > 0 {
                     page.def.decode(&self.buf, &mut self.d[..m])?;
                 } else {
                     self.d[..m].fill(0);
                 }
                 // A level above its maximum is corrupt (arrow-rs refuses it too).
                 let over = |levels: &[u32], max: i16| levels.iter().copied().max().unwrap_or(0) > max as u32;
-                if over(&self.r[..m], self.plan.max_rep) || over(&self.d[..m], self.plan.max_def) {
+                if over(&self.r[..m], self.plan.max_rep) || (!self.full && over(&self.d[..m], self.plan.max_def)) {
                     return Err(ReadError::new("a page holds a level above its column's maximum"));
                 }
                 page.left -= m;
@@ -240,6 +390,15 @@ impl<'f, T: Physical> ValueReader<'f, T> {
                     self.dict
                         .extend(self.buf[..bytes].chunks_exact(T::SIZE).map(T::from_le));
                     self.has_dict = true;
+                    // Each entry judged once for the whole chunk.
+                    if let Some(proof) = self.proof.as_mut() {
+                        let target = &self.plan.target;
+                        proof.table.clear();
+                        proof
+                            .table
+                            .extend(self.dict.iter().map(|&v| proof.bounds.passes(v.to_target(target))));
+                        proof.all_pass = proof.table.iter().all(|&p| p);
+                    }
                 }
                 Some(Whole::Data(p)) => {
                     if p.values == 0 {
@@ -276,15 +435,142 @@ impl<'f, T: Physical> ValueReader<'f, T> {
                         }
                         other => return Err(ReadError::new(format!("values in encoding {other} are not read here"))),
                     };
-                    self.page = Some(Page {
+                    let mut page = Page {
                         rep,
                         def,
                         values,
                         left: p.values,
-                    });
+                        proven: false,
+                    };
+                    // Anything unexpected only leaves the page unproven.
+                    page.proven = self.prove(&page, p.values).unwrap_or(false);
+                    self.page = Some(page);
                     return Ok(true);
                 }
             }
+        }
+    }
+
+    /// Whether the page's `slots` level slots hold no null (empty lists
+    /// are fine) and every value passes the judge (see the module doc).
+    fn prove(&mut self, page: &Page, slots: usize) -> Result<bool, ReadError> {
+        let (Some(proof), Some(list)) = (self.proof.as_ref(), self.plan.list.as_ref()) else {
+            return Ok(false);
+        };
+        let empty = u32::try_from(list.element_def - 1).ok();
+        let n = if self.plan.max_def == 0 {
+            slots
+        } else {
+            match page
+                .def
+                .clone()
+                .count_only(&self.buf, slots, self.plan.max_def as u32, empty)?
+            {
+                Some(n) => n,
+                None => return Ok(false),
+            }
+        };
+        Ok(match &page.values {
+            Values::Plain { pos, end } => {
+                let bytes = n.checked_mul(T::SIZE).filter(|&b| b <= end - pos);
+                bytes.is_some_and(|b| T::plain_pass(&self.buf[*pos..pos + b], &self.plan.target, &proof.bounds))
+            }
+            Values::Dict(indices) => {
+                let mut indices = indices.clone();
+                let (len, mut left) = (self.dict.len(), n);
+                while left > 0 {
+                    let k = left.min(SLOTS);
+                    self.idx.resize(k, 0);
+                    indices.decode(&self.buf, &mut self.idx)?;
+                    let pass = if proof.all_pass {
+                        self.idx.iter().fold(0, |m, &i| m.max(i)) < len as u32 || len > u32::MAX as usize
+                    } else {
+                        self.idx.iter().all(|&i| proof.table.get(i as usize) == Some(&true))
+                    };
+                    if !pass {
+                        return Ok(false);
+                    }
+                    left -= k;
+                }
+                true
+            }
+            Values::Delta(delta) => {
+                let mut delta = delta.clone();
+                let mut left = n;
+                while left > 0 {
+                    let k = left.min(SLOTS);
+                    self.wide.resize(k, 0);
+                    delta.decode(&self.buf, &mut self.wide)?;
+                    let target = &self.plan.target;
+                    if !self
+                        .wide
+                        .iter()
+                        .all(|&v| proof.bounds.passes(T::wrap(v).to_target(target)))
+                    {
+                        return Ok(false);
+                    }
+                    left -= k;
+                }
+                true
+            }
+        })
+    }
+
+    /// Whether the current page is proven.
+    fn page_proven(&self) -> bool {
+        self.page.as_ref().is_some_and(|p| p.proven)
+    }
+
+    /// Puts the next `k` values of the current page into `out`: skipped
+    /// while the batch and the page are proven, else taken.
+    fn put(&mut self, k: usize, out: &mut Out<T>) -> Result<(), ReadError> {
+        if out.proven && self.page_proven() {
+            out.skipped += k;
+            if k == 0 {
+                return Ok(());
+            }
+            let page = self
+                .page
+                .as_mut()
+                .ok_or_else(|| ReadError::new("values without a page"))?;
+            return match &mut page.values {
+                Values::Plain { pos, end } => {
+                    *pos = k
+                        .checked_mul(T::SIZE)
+                        .and_then(|b| pos.checked_add(b))
+                        .filter(|p| p <= end)
+                        .ok_or_else(|| ReadError::new("the page holds fewer values than its levels say"))?;
+                    Ok(())
+                }
+                Values::Dict(indices) => indices.skip(&self.buf, k),
+                Values::Delta(delta) => {
+                    // No skipping a DELTA stream: decoded, not kept.
+                    let mut left = k;
+                    while left > 0 {
+                        let m = left.min(SLOTS);
+                        self.wide.resize(m, 0);
+                        delta.decode(&self.buf, &mut self.wide)?;
+                        left -= m;
+                    }
+                    Ok(())
+                }
+            };
+        }
+        self.unprove(out);
+        let mut values = std::mem::take(&mut out.values);
+        let taken = self.take(k, &mut values);
+        out.values = values;
+        taken
+    }
+
+    /// The batch touches a page that is not proven: the values skipped so
+    /// far become stand-ins that pass, and the rest is taken.
+    fn unprove(&self, out: &mut Out<T>) {
+        if out.proven {
+            let good = self.proof.as_ref().map_or(T::default(), |p| p.good);
+            out.values.resize(out.skipped, good);
+            out.skipped = 0;
+            out.proven = false;
         }
     }
 
@@ -328,15 +614,20 @@ impl<'f, T: Physical> ValueReader<'f, T> {
         Ok(())
     }
 
-    /// The next `n` rows as one array of the column's type.
-    pub fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
+    /// The next `n` rows as one array of the column's type, and whether
+    /// they were proven (then the array is a shape: its elements are
+    /// stand-ins, see the module doc).
+    pub fn next_rows(&mut self, n: usize) -> Result<(ArrayRef, bool), ReadError> {
         let nullable_elems = self
             .plan
             .list
             .as_ref()
             .is_some_and(|l| self.plan.max_def > l.element_def);
+        let proven = self.proof.is_some();
         let mut out = Out {
-            values: Vec::with_capacity(self.values_hint),
+            values: Vec::with_capacity(if proven { 0 } else { self.values_hint }),
+            proven,
+            skipped: 0,
             starts: Vec::with_capacity(if self.plan.list.is_some() { n + 1 } else { 0 }),
             rows: 0,
             row_nulls: NullBufferBuilder::new(n),
@@ -366,7 +657,8 @@ impl<'f, T: Physical> ValueReader<'f, T> {
         }
         self.handed += n as u64;
         self.values_hint = self.values_hint.max(out.values.len());
-        self.build(out)
+        let proven = out.proven;
+        Ok((self.build(out)?, proven))
     }
 
     /// A flat column: each slot is a row. Returns whether `n` rows are in.
@@ -375,10 +667,9 @@ impl<'f, T: Physical> ValueReader<'f, T> {
         let max_def = self.plan.max_def as u32;
         let d = &self.d[self.at..self.at + k];
         let valid = d.iter().filter(|&&v| v == max_def).count();
+        self.unprove(out);
         if valid == k {
-            let mut values = std::mem::take(&mut out.values);
-            self.take(k, &mut values)?;
-            out.values = values;
+            self.put(k, out)?;
             out.row_nulls.append_n_non_nulls(k);
         } else {
             let mut tmp = std::mem::take(&mut self.tmp);
@@ -406,26 +697,38 @@ impl<'f, T: Physical> ValueReader<'f, T> {
         let list = self.plan.list.as_ref().expect("a list plan");
         let element_def = list.element_def as u32;
         let max_def = self.plan.max_def as u32;
+        if !self.page_proven() {
+            self.unprove(out);
+        }
         let (r, d) = (&self.r[self.at..self.len], &self.d[self.at..self.len]);
-        let first = out.values.len() as i64;
+        let first = (out.values.len() + out.skipped) as i64;
         if out.starts.is_empty() && r.first().is_some_and(|&rv| rv != 0) {
             return Err(ReadError::new("the first page continues a row that never started"));
         }
-        let (stop, stopped, elements, valid) = if d.iter().all(|&dv| dv == max_def) {
+        let (stop, stopped, elements, valid) = if self.full || d.iter().all(|&dv| dv == max_def) {
             // Every slot an element with a value (token lists): only the
             // row starts need looking at.
+            // Blocks without a row start (most: rows are long) are passed
+            // over by one branch-free test.
+            const BLOCK: usize = 32;
             let (mut stop, mut stopped) = (r.len(), false);
-            for (i, &rv) in r.iter().enumerate() {
-                if rv == 0 {
-                    if out.rows == n {
-                        stop = i;
-                        stopped = true;
-                        break;
+            let mut base = 0;
+            'blocks: for block in r.chunks(BLOCK) {
+                if block.iter().fold(0u32, |z, &rv| z | u32::from(rv == 0)) != 0 {
+                    for (j, &rv) in block.iter().enumerate() {
+                        if rv == 0 {
+                            if out.rows == n {
+                                stop = base + j;
+                                stopped = true;
+                                break 'blocks;
+                            }
+                            out.rows += 1;
+                            out.starts.push(first + (base + j) as i64);
+                            out.row_nulls.append_non_null();
+                        }
                     }
-                    out.rows += 1;
-                    out.starts.push(first + i as i64);
-                    out.row_nulls.append_non_null();
                 }
+                base += block.len();
             }
             (stop, stopped, first + stop as i64, stop)
         } else {
@@ -453,9 +756,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
             self.tmp = tmp;
         } else {
             // No null element among these slots: the values go in as they are.
-            let mut values = std::mem::take(&mut out.values);
-            self.take(valid, &mut values)?;
-            out.values = values;
+            self.put(valid, out)?;
             if let Some(elem_valid) = out.elem_valid.as_mut() {
                 elem_valid.append_n(valid, true);
             }
@@ -505,22 +806,63 @@ impl<'f, T: Physical> ValueReader<'f, T> {
         (stop, stopped, elements, valid)
     }
 
-    fn build(&self, out: Out<T>) -> Result<ArrayRef, ReadError> {
+    /// `n` stand-ins as an array of the target type: sliced from one array
+    /// per thread, type and value, grown as needed (no buffer per batch or
+    /// per row group).
+    fn stand_ins(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
+        let target = &self.plan.target;
+        let good = self
+            .proof
+            .as_ref()
+            .ok_or_else(|| ReadError::new("a proven batch without a judge"))?
+            .good;
+        let key = good.to_target(target);
+        // A batch of more elements than this gets its own (not kept: at
+        // most 32 MB stay per thread and type).
+        const KEEP: usize = 1 << 22;
+        if n > KEEP {
+            return T::array(vec![good; n], None, target);
+        }
+        STAND_INS.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let at = cache.iter().position(|(t, v, _)| t == target && *v == key);
+            if let Some(i) = at
+                && cache[i].2.len() >= n
+            {
+                return Ok(cache[i].2.slice(0, n));
+            }
+            let have = at.map_or(0, |i| cache[i].2.len());
+            let fill = T::array(vec![good; n.max(have.saturating_mul(2)).min(KEEP)], None, target)?;
+            match at {
+                Some(i) => cache[i].2 = fill.clone(),
+                None => cache.push((target.clone(), key, fill.clone())),
+            }
+            Ok(fill.slice(0, n))
+        })
+    }
+
+    fn build(&mut self, out: Out<T>) -> Result<ArrayRef, ReadError> {
         let Out {
             values,
+            proven,
+            skipped,
             mut starts,
             mut row_nulls,
             elem_valid,
             ..
         } = out;
-        let total = values.len();
-        let Some(list) = &self.plan.list else {
+        let total = values.len() + skipped;
+        let Some(list) = self.plan.list.clone() else {
             return T::array(values, row_nulls.finish(), &self.plan.target);
         };
-        let elem_nulls = elem_valid
-            .map(|mut b| NullBuffer::new(b.finish()))
-            .filter(|n| n.null_count() > 0);
-        let items = T::array(values, elem_nulls, &self.plan.target)?;
+        let items = if proven {
+            self.stand_ins(skipped)?
+        } else {
+            let elem_nulls = elem_valid
+                .map(|mut b| NullBuffer::new(b.finish()))
+                .filter(|n| n.null_count() > 0);
+            T::array(values, elem_nulls, &self.plan.target)?
+        };
         starts.push(total as i64);
         let nulls = row_nulls.finish();
         Ok(if list.large {
