@@ -1322,13 +1322,6 @@ for v in ['V1', 'V2']:
             "pa_lz4_2.0_True.parquet",
             "pa_gzip_1.0_True.parquet",
             "pa_snappy_2.0_False.parquet",
-        ] {
-            assert!(
-                own.iter().any(|o| o == name),
-                "{name} did not take the own path: {own:?}"
-            );
-        }
-        for name in [
             "polars.parquet",
             "polars_zstd_stats.parquet",
             "duckdb_V1.parquet",
