@@ -4,7 +4,8 @@
 //! (tests/remote/servers.py) and stopped when it ends.
 //!
 //! The reports must be the local reports with URLs for names; requests are
-//! counted from the proxy's log.
+//! counted from the proxy's log. [`Servers`] serves the other remote
+//! tests (one module per family of formats) too.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -16,16 +17,16 @@ use serde_json::Value;
 use crate::util::{Env, Run, python_bin};
 
 /// The servers of one test, stopped on drop.
-struct Servers {
+pub(crate) struct Servers {
     child: Child,
-    moto: u16,
-    proxy: u16,
-    http: u16,
+    pub(crate) moto: u16,
+    pub(crate) proxy: u16,
+    pub(crate) http: u16,
 }
 
 impl Servers {
     /// Starts the servers; the HTTP one serves `root`.
-    fn start(root: &Path) -> Servers {
+    pub(crate) fn start(root: &Path) -> Servers {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/remote/servers.py");
         let mut child = Command::new(python_bin())
             .arg(script)
@@ -50,7 +51,7 @@ impl Servers {
     }
 
     /// A control request to the proxy (`server` "proxy") or HTTP server.
-    fn control(&self, port: u16, method: &str, path: &str, body: &str) -> String {
+    pub(crate) fn control(&self, port: u16, method: &str, path: &str, body: &str) -> String {
         let script = format!(
             "import http.client,sys\nc=http.client.HTTPConnection('127.0.0.1',{port})\n\
              c.request('{method}','{path}',body={body:?})\nsys.stdout.write(c.getresponse().read().decode())"
@@ -65,7 +66,7 @@ impl Servers {
     }
 
     /// The requests the server on `port` saw since the last reset.
-    fn log(&self, port: u16) -> Vec<Value> {
+    pub(crate) fn log(&self, port: u16) -> Vec<Value> {
         serde_json::from_str::<Value>(&self.control(port, "GET", "/__log", ""))
             .expect("log")
             .as_array()
@@ -73,17 +74,17 @@ impl Servers {
             .clone()
     }
 
-    fn reset(&self, port: u16) {
+    pub(crate) fn reset(&self, port: u16) {
         self.control(port, "POST", "/__reset", "");
     }
 
-    fn fault(&self, spec: &str) {
+    pub(crate) fn fault(&self, spec: &str) {
         self.control(self.proxy, "POST", "/__fault", spec);
     }
 
     /// Uploads the files under `dir` (relative paths) of `env` to
     /// `s3://bucket/prefix/`, straight to moto (not counted).
-    fn upload(&self, env: &Env, dir: &str, bucket: &str, prefix: &str) {
+    pub(crate) fn upload(&self, env: &Env, dir: &str, bucket: &str, prefix: &str) {
         env.python(&format!(
             r#"
 import boto3
@@ -101,7 +102,7 @@ for root, _, names in os.walk('{dir}'):
     }
 
     /// `preflight ARGS` with S3 pointed at the proxy, not started.
-    fn command(&self, env: &Env, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, env: &Env, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_preflight"));
         c.args(args)
             .current_dir(env.dir.path())
@@ -117,12 +118,12 @@ for root, _, names in os.walk('{dir}'):
     }
 
     /// `preflight ARGS` with S3 pointed at the proxy.
-    fn run(&self, env: &Env, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Run {
         self.run_with(env, args, &[])
     }
 
     /// [`Servers::run`] with more environment.
-    fn run_with(&self, env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Run {
+    pub(crate) fn run_with(&self, env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Run {
         let out = self
             .command(env, args)
             .envs(vars.iter().copied())
@@ -136,7 +137,7 @@ for root, _, names in os.walk('{dir}'):
     }
 
     /// `preflight check --format json ARGS`, asserting the exit code.
-    fn check(&self, env: &Env, args: &[&str], code: i32) -> Value {
+    pub(crate) fn check(&self, env: &Env, args: &[&str], code: i32) -> Value {
         let mut all = vec!["check", "--format", "json"];
         all.extend_from_slice(args);
         let r = self.run(env, &all);
@@ -153,7 +154,7 @@ impl Drop for Servers {
 }
 
 /// Requests for one object key (`/bucket/key`), by method.
-fn for_key<'a>(log: &'a [Value], path: &str) -> Vec<&'a Value> {
+pub(crate) fn for_key<'a>(log: &'a [Value], path: &str) -> Vec<&'a Value> {
     log.iter().filter(|r| r["path"] == path).collect()
 }
 
@@ -176,7 +177,7 @@ pq.write_table(pa.table({'label': label, 'ids': pa.array(long, pa.list_(pa.int64
 const SCHEMA: &str = "columns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 50, max_length: 4, optional: true}\n";
 
 /// The report as text with `from` names turned into `to`.
-fn renamed(report: &Value, from: &str, to: &str) -> String {
+pub(crate) fn renamed(report: &Value, from: &str, to: &str) -> String {
     serde_json::to_string_pretty(report).expect("json").replace(from, to)
 }
 

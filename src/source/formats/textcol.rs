@@ -47,7 +47,6 @@
 //! This module also opens files with transparent decompression (`.gz`,
 //! `.zst`, `.zstd`, by the final extension).
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -59,6 +58,7 @@ use arrow::array::{
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Field, Schema, UnionFields};
 
+use crate::source::storage::Input;
 use crate::source::{Batch, ReadError};
 
 /// Rows whose input text adds up to this many bytes end a batch early, so a
@@ -113,14 +113,9 @@ pub fn inner_extension(path: &Path) -> Option<String> {
 /// Opens a file for reading, decompressing it on the fly when its name says
 /// so. The reader is unbuffered on the decompressed side; callers buffer.
 /// An object in storage is read in order by ranged requests
-/// ([`crate::source::storage::remote::Stream`]), never staged to disk.
+/// ([`Input::reader`]), never staged to disk.
 pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, ReadError> {
-    use crate::source::storage::remote;
-    let file: Box<dyn Read + Send> = if remote::is_url(path) {
-        Box::new(remote::Object::open(path)?.stream()?)
-    } else {
-        Box::new(File::open(path)?)
-    };
+    let file = Input::open(path)?.reader()?;
     Ok(match Compression::of(path) {
         Compression::None => Box::new(file),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(

@@ -4,15 +4,19 @@
 //! populated ahead of a scan and released behind it, so resident memory is
 //! the work in flight, not the file) or read by position; or an object in
 //! storage ([`remote`]), whose byte ranges are fetched ahead of a read and
-//! then read by position like a file ([`Blob`]).
+//! then read by position like a file ([`Blob`]). Every format but Parquet
+//! reaches its bytes through [`Input`]: ranges, the whole file, or a read
+//! in order, over a local map or an object alike.
 
 mod awsprofile;
 mod blob;
 mod hub;
+mod input;
 mod positioned;
 pub mod remote;
 
 pub(crate) use blob::{Blob, Fetched};
+pub(crate) use input::Input;
 pub(crate) use positioned::PosReader;
 
 /// Maps pages of a memory-mapped file in one call rather than a fault at a
