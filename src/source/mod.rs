@@ -275,7 +275,9 @@ impl Format {
         if formats::mds::is_shard_name(&name) {
             return Some(Format::Mds);
         }
-        if formats::litdata::is_chunk_name(&name) && path.parent().is_some_and(|d| d.join("index.json").is_file()) {
+        if formats::litdata::is_chunk_name(&name)
+            && path.parent().is_some_and(|d| storage::exists(&d.join("index.json")))
+        {
             return Some(Format::LitData);
         }
         // A compression suffix wraps the real extension: x.csv.gz, x.jsonl.zst.
@@ -408,7 +410,7 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
 /// Opens a data file as a [`Source`] with what the schema says about it.
 pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
     if storage::remote::is_url(path) {
-        return open_remote(path);
+        return open_remote(path, hints);
     }
     // A FIFO, socket or device named like a data file would block or never
     // end; only regular files (or links to them) are read.
@@ -463,13 +465,29 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
 }
 
 /// Opens an object in storage: Parquet by byte range, CSV/TSV and JSON
-/// Lines read in order ([`storage::remote`]); the other formats are that
-/// file's error, in words.
-fn open_remote(url: &Path) -> Result<Box<dyn Source>, ReadError> {
+/// Lines read in order ([`storage::remote`]), the formats read through
+/// [`storage::Input`] as a local file is; the other formats are that
+/// file's error, in words. A URL's format is its name's: content is not
+/// sniffed (a request per object a listing finds).
+fn open_remote(url: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
     match Format::from_path(url) {
         Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open_remote(url)?)),
         Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(url)?)),
         Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(url)?)),
+        Some(Format::Ipc) => Ok(Box::new(formats::ipc::IpcSource::open(url)?)),
+        Some(Format::Npy) => Ok(Box::new(formats::npy::NpySource::open(url)?)),
+        Some(Format::Npz) => Ok(Box::new(formats::npy::NpzSource::open(url)?)),
+        Some(Format::Mds) => Ok(Box::new(formats::mds::MdsSource::open_with(url, &|c| {
+            hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
+        })?)),
+        Some(Format::LitData) => Ok(Box::new(formats::litdata::LitDataSource::open_with(url, &|c| {
+            hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
+        })?)),
+        Some(Format::TokenBin) => formats::tokenbin::open(
+            url,
+            hints.dtype(formats::tokenbin::TOKENS),
+            hints.eod(formats::tokenbin::TOKENS),
+        ),
         _ => Err(ReadError::new(storage::remote::NOT_YET)),
     }
 }

@@ -29,17 +29,17 @@
 //! Encrypted chunks and the Parquet and temporal loaders are refused. The
 //! byte layout is in `tests/fixtures/tokens/FORMATS.md` (section 5).
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use arrow::array::ArrayRef;
-use memmap2::Mmap;
+use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::ipc;
 use super::shardcol::{self, Col, Elem};
+use crate::source::storage::Input;
 use crate::source::{Batch, ReadError, Source, storage};
 
 /// Largest chunk decompressed (offsets are u32: nothing past 4 GiB).
@@ -277,7 +277,8 @@ struct Chunk {
 }
 
 enum Data {
-    Mapped(Mmap),
+    /// The file's bytes: a view of its map, or one request for an object.
+    Mapped(Input, Bytes),
     Owned(Vec<u8>),
 }
 
@@ -285,7 +286,7 @@ impl std::ops::Deref for Data {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Data::Mapped(m) => m,
+            Data::Mapped(_, b) => b,
             Data::Owned(v) => v,
         }
     }
@@ -517,7 +518,7 @@ impl LitDataSource {
             (Some(c), _) => return Err(at(format!("compression `{c}` is not supported"))),
         };
         let count = chunk.chunk_size.ok_or_else(|| at(format!("{name}: no chunk_size")))?;
-        let on_disk = std::fs::metadata(path)?.len();
+        let on_disk = Input::open(path)?.size();
         if compression != Compression::Chunk
             && let Some(b) = chunk.chunk_bytes
             && b != on_disk
@@ -547,16 +548,16 @@ impl LitDataSource {
 
     /// The chunk's items, decompressed and delimited.
     fn chunk(&self) -> Result<Chunk, ReadError> {
-        let file = File::open(&self.path)?;
-        // SAFETY: read-only map; a file truncated underneath is the usual
-        // mmap caveat that every reader of this crate shares.
-        let map = unsafe { Mmap::map(&file)? };
-        storage::populate(&map, 0, map.len());
+        let input = Input::open(&self.path)?;
+        if let Some(m) = input.map() {
+            storage::populate(m, 0, m.len());
+        }
+        let map = input.all()?;
         match self.compression {
             Compression::None => {
                 let bounds = classic(&map, self.count)?;
                 Ok(Chunk {
-                    data: Data::Mapped(map),
+                    data: Data::Mapped(input, map),
                     bounds,
                 })
             }
@@ -902,7 +903,9 @@ impl Source for LitDataSource {
                 "the chunk holds {tokens} tokens, index.json says {dim} (dim)"
             )));
         }
-        if let Data::Mapped(m) = &chunk.data {
+        if let Data::Mapped(input, _) = &chunk.data
+            && let Some(m) = input.map()
+        {
             storage::release(m, 0, m.len());
         }
         Ok(())
@@ -926,7 +929,7 @@ pub fn missing_chunks(dir: &Path) -> Vec<(String, String)> {
                 name.to_string(),
                 format!("index.json lists chunk {i} as `{name}`, which is not a file name in its folder"),
             ));
-        } else if !dir.join(name).is_file() {
+        } else if !storage::exists(&dir.join(name)) {
             let items = chunk.chunk_size.map(|n| format!(", {n} items")).unwrap_or_default();
             missing.push((
                 name.to_string(),

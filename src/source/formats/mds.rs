@@ -21,16 +21,16 @@
 //! `tests/fixtures/tokens/FORMATS.md` (section 4).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memmap2::Mmap;
+use bytes::Bytes;
 use serde::Deserialize;
 
 use super::mdshash;
 use super::shardcol::{self, Col, Elem};
+use crate::source::storage::Input;
 use crate::source::{Batch, ReadError, Source, storage};
 
 /// Largest shard: its offsets are u32, so nothing past 4 GiB is addressable.
@@ -232,7 +232,7 @@ impl Codec {
     }
 
     /// Decompresses `file` (`zip` bytes) into exactly `raw` bytes.
-    fn decompress(self, mut file: File, zip: u64, raw: u64) -> Result<Vec<u8>, ReadError> {
+    fn decompress(self, mut file: &[u8], zip: u64, raw: u64) -> Result<Vec<u8>, ReadError> {
         let bad = |e: std::io::Error| ReadError::new(format!("corrupt {self:?} data: {e}"));
         // Never trust the claim for the allocation: grow as bytes arrive.
         let mut out = Vec::with_capacity(raw.min(64 << 20) as usize);
@@ -321,7 +321,8 @@ pub struct MdsSource {
 
 /// The shard's bytes, mapped or decompressed.
 enum Data {
-    Mapped(Mmap),
+    /// The file's bytes: a view of its map, or one request for an object.
+    Mapped(Input, Bytes),
     Owned(Vec<u8>),
 }
 
@@ -329,7 +330,7 @@ impl std::ops::Deref for Data {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Data::Mapped(m) => m,
+            Data::Mapped(_, b) => b,
             Data::Owned(v) => v,
         }
     }
@@ -410,7 +411,7 @@ impl MdsSource {
                 raw.bytes
             )));
         }
-        let on_disk = std::fs::metadata(path)?.len();
+        let on_disk = Input::open(path)?.size();
         let codec = if zipped {
             let zip = entry.zip_data.as_ref().ok_or_else(|| missing("zip_data"))?;
             let codec = Codec::parse(entry.compression.as_deref().ok_or_else(|| missing("compression"))?)?;
@@ -461,18 +462,24 @@ impl MdsSource {
     }
 
     fn data(&self) -> Result<Data, ReadError> {
-        let file = File::open(&self.path)?;
+        let input = Input::open(&self.path)?;
         match self.codec {
-            Some((codec, zip)) => Ok(Data::Owned(codec.decompress(file, zip, self.raw_bytes)?)),
+            Some((codec, zip)) => {
+                // The compressed file whole (an object in one request),
+                // verified before it is decompressed.
+                let file = input.all()?;
+                mdshash::verify_bytes(&file, &self.zip_hashes, "the file", "zip_data")?;
+                Ok(Data::Owned(codec.decompress(&file, zip, self.raw_bytes)?))
+            }
             None => {
-                // SAFETY: read-only map; a file truncated underneath is the
-                // usual mmap caveat that every reader of this crate shares.
-                let map = unsafe { Mmap::map(&file)? };
-                if map.len() as u64 != self.raw_bytes {
+                if input.size() != self.raw_bytes {
                     return Err(ReadError::new("the file changed while it was read"));
                 }
-                storage::populate(&map, 0, map.len());
-                Ok(Data::Mapped(map))
+                if let Some(m) = input.map() {
+                    storage::populate(m, 0, m.len());
+                }
+                let bytes = input.all()?;
+                Ok(Data::Mapped(input, bytes))
             }
         }
     }
@@ -714,9 +721,6 @@ impl Source for MdsSource {
 
         // The file is the one the index describes, before a byte of it is
         // decoded: its hashes (the compressed file's and the shard's).
-        if self.codec.is_some() {
-            mdshash::verify_file(&self.path, &self.zip_hashes, "zip_data")?;
-        }
         let data = self.data()?;
         let what = if self.codec.is_some() {
             "the decompressed shard"
@@ -760,7 +764,9 @@ impl Source for MdsSource {
             .map_err(row_err)?;
             gather.sample_done(i, n, s.len(), sink)?;
         }
-        if let Data::Mapped(m) = &data {
+        if let Data::Mapped(input, _) = &data
+            && let Some(m) = input.map()
+        {
             storage::release(m, 0, m.len());
         }
         Ok(())
@@ -789,7 +795,7 @@ pub fn missing_shards(dir: &Path) -> Vec<(String, String)> {
                 name.to_string(),
                 format!("index.json lists shard {i} as `{bad}`, which is not a file name in its folder"),
             ));
-        } else if !names.iter().any(|n| dir.join(n).is_file()) {
+        } else if !names.iter().any(|n| storage::exists(&dir.join(n))) {
             let samples = shard.samples.map(|n| format!(", {n} samples")).unwrap_or_default();
             missing.push((
                 name.to_string(),
@@ -809,7 +815,7 @@ pub fn searched(path: &Path) -> bool {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     match name.rsplit_once('.') {
-        Some((raw, _)) if !name.to_ascii_lowercase().ends_with(".mds") => !path.with_file_name(raw).is_file(),
+        Some((raw, _)) if !name.to_ascii_lowercase().ends_with(".mds") => !storage::exists(&path.with_file_name(raw)),
         _ => true,
     }
 }

@@ -14,9 +14,6 @@
 //! implementations are RustCrypto's and twox-hash's.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Read;
-use std::path::Path;
 
 use sha2::Digest;
 
@@ -135,23 +132,6 @@ pub(crate) fn verify_bytes(bytes: &[u8], hashes: &Hashes, what: &str, entry: &st
             s.update(bytes);
         }
         Ok(())
-    })
-}
-
-/// Checks the file at `path`, read in blocks, against `hashes`.
-pub(crate) fn verify_file(path: &Path, hashes: &Hashes, entry: &str) -> Result<(), ReadError> {
-    verify_with(hashes, "the file", entry, |states| {
-        let mut file = File::open(path)?;
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = file.read(&mut buf)?;
-            if n == 0 {
-                return Ok(());
-            }
-            for s in states.iter_mut() {
-                s.update(&buf[..n]);
-            }
-        }
     })
 }
 

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, ListArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::Field;
-use memmap2::Mmap;
+use bytes::Bytes;
 
 use super::tokenbin::{self, Region, TOKENS, TokenDtype, UNIT_TOKENS};
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
@@ -62,7 +62,8 @@ fn err(message: impl Into<String>) -> ReadError {
 /// A Megatron-LM indexed dataset: column `tokens`, row i = sequence i.
 pub struct MegatronSource {
     columns: Vec<String>,
-    idx: Arc<Mmap>,
+    /// The whole index (read once: it is checked whole when opened).
+    idx: Bytes,
     /// Sequences.
     n: u64,
     dtype: TokenDtype,
@@ -84,7 +85,11 @@ impl MegatronSource {
                 idx.file_name().unwrap_or_default().to_string_lossy()
             ))
         };
-        let idx_map = tokenbin::map_file(idx)?.ok_or_else(|| at_idx(err("the index is empty")))?;
+        let idx_input = storage::Input::open(idx).map_err(at_idx)?;
+        if idx_input.size() == 0 {
+            return Err(at_idx(err("the index is empty")));
+        }
+        let idx_map = idx_input.all().map_err(at_idx)?;
         let (dtype, n, d) = header(&idx_map).map_err(at_idx)?;
         if let Some(w) = wanted
             && w != dtype
@@ -95,18 +100,20 @@ impl MegatronSource {
                 w.name()
             )));
         }
-        let bin_map = tokenbin::map_file(bin)?;
-        let bin_len = bin_map.as_ref().map_or(0, |m| m.len() as u64);
+        let bin_input = tokenbin::open_input(bin)?;
+        let bin_len = bin_input.size();
         let unit_starts = check_index(&idx_map, n, d, dtype, bin_len)?;
         // Checked: the index's pages are not needed again soon.
-        storage::release(&idx_map, 0, idx_map.len());
+        if let Some(map) = idx_input.map() {
+            storage::release(map, 0, map.len());
+        }
         let tokens = (bin_len / dtype.size() as u64) as usize;
         Ok(MegatronSource {
             columns: vec![TOKENS.to_string()],
             idx: idx_map,
             n,
             dtype,
-            region: Region::new(bin_map, 0, tokens, dtype),
+            region: Region::new(bin_input, 0, tokens, dtype),
             unit_starts,
         })
     }
@@ -295,6 +302,17 @@ impl Source for MegatronSource {
         let (start, end) = (self.unit_starts[unit], self.unit_starts[unit + 1]);
         let size = self.dtype.size() as u64;
         let field = Arc::new(Field::new("item", self.dtype.arrow_type(), false));
+        // The unit's tokens in memory: a view of the map, or one ranged read.
+        let first = (self.pointer(start) / size) as usize;
+        let last = if end < self.n {
+            (self.pointer(end) / size) as usize
+        } else {
+            self.region.len()
+        };
+        let loaded = match projection.len() {
+            0 => None,
+            _ => Some(self.region.load(first, last - first)?),
+        };
         let mut r = start;
         let mut offsets: Vec<i32> = Vec::new();
         while r < end {
@@ -315,13 +333,13 @@ impl Source for MegatronSource {
             }
             let rows = (k - r) as usize;
             let first = (self.pointer(r) / size) as usize;
-            let cols = match projection.len() {
-                0 => Vec::new(),
-                m => {
-                    let values = self.region.array(first, elems as usize);
+            let cols = match &loaded {
+                None => Vec::new(),
+                Some(loaded) => {
+                    let values = loaded.array(first, elems as usize);
                     let offsets = OffsetBuffer::new(offsets.clone().into());
                     let list: ArrayRef = Arc::new(ListArray::try_new(field.clone(), offsets, values, None)?);
-                    vec![list; m]
+                    vec![list; projection.len()]
                 }
             };
             sink(Batch {
@@ -330,13 +348,7 @@ impl Source for MegatronSource {
             })?;
             r = k;
         }
-        if !projection.is_empty() {
-            let first = (self.pointer(start) / size) as usize;
-            let last = if end < self.n {
-                (self.pointer(end) / size) as usize
-            } else {
-                self.region.len()
-            };
+        if loaded.is_some() {
             self.region.release(first, last - first);
         }
         Ok(())

@@ -33,10 +33,12 @@ use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Field, FieldRef, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
     Schema, SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
+use bytes::Bytes;
 use memmap2::Mmap;
 use zip::ZipArchive;
 use zip::read::ZipFile;
 
+use crate::source::storage::Input;
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// Most elements per batch: wide rows get fewer rows per batch (at least 1).
@@ -782,32 +784,41 @@ fn gather_fortran(data: &[u8], layout: &Layout, r0: usize, nb: usize, out: &mut 
 // Memory-mapped arrays
 // ---------------------------------------------------------------------------
 
-/// A whole `.npy` image in memory-mapped form.
+/// A whole `.npy` image: a local file memory-mapped, or an object read
+/// a unit's rows at a time.
 struct Mapped {
-    map: Arc<Mmap>,
+    input: Arc<Input>,
     layout: Layout,
     data_offset: usize,
     /// The data region as an Arrow buffer, when it can be used zero-copy.
     zero_copy: Option<Buffer>,
+    /// An object's whole data, when its rows are spread over all of it
+    /// (Fortran order): fetched once, by the first unit read.
+    whole: std::sync::OnceLock<Bytes>,
 }
 
 impl Mapped {
-    fn open(file: &File) -> Result<Mapped, ReadError> {
-        let len = file.metadata()?.len();
-        if len < 8 {
+    fn open(input: Input) -> Result<Mapped, ReadError> {
+        if input.size() < 8 {
             return Err(ReadError::new("not a NumPy .npy file: too short"));
         }
-        // SAFETY: the file is only read; like every mmap reader we rely on
-        // it not being truncated while mapped.
-        let map = unsafe { Mmap::map(file)? };
         #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Sequential);
-        Mapped::new(Arc::new(map))
+        if let Some(map) = input.map() {
+            let _ = map.advise(memmap2::Advice::Sequential);
+        }
+        Mapped::new(Arc::new(input))
     }
 
-    fn new(map: Arc<Mmap>) -> Result<Mapped, ReadError> {
-        let avail = map.len() as u64;
-        let raw = read_header(&mut &map[..], avail)?;
+    fn new(input: Arc<Input>) -> Result<Mapped, ReadError> {
+        let avail = input.size();
+        // The header: its first bytes, then (rarely) as far as it says it runs.
+        let mut head = input.bytes(0..avail.min(4096))?;
+        if let Some(end) = header_end(&head)
+            && end > head.len() as u64
+        {
+            head = input.bytes(0..end.min(avail).min(MAX_HEADER + 12))?;
+        }
+        let raw = read_header(&mut &head[..], avail)?;
         let dtype = Dtype::from_descr(&raw.descr)?;
         let layout = Layout::new(&raw, dtype)?;
         // read_header checked data_offset <= avail.
@@ -816,12 +827,17 @@ impl Mapped {
         let data_len = layout.data_bytes as usize;
         let native = dtype.big == cfg!(target_endian = "big") || dtype.size == 1;
         let mut zero_copy = None;
-        if native && layout.contiguous && data_len > 0 && dtype.kind.zero_copy() {
+        if native
+            && layout.contiguous
+            && data_len > 0
+            && dtype.kind.zero_copy()
+            && let Some(map) = input.map()
+        {
             let region = map.get(data_offset..data_offset + data_len);
             if let Some(region) = region {
                 let ptr = region.as_ptr();
                 if (ptr as usize).is_multiple_of(dtype.size) {
-                    let owner: Arc<Mmap> = Arc::clone(&map);
+                    let owner: Arc<Mmap> = Arc::clone(map);
                     // SAFETY: `ptr..ptr+data_len` lies inside the mapping,
                     // which `owner` keeps alive for the buffer's lifetime.
                     let buf = unsafe { Buffer::from_custom_allocation(NonNull::from(region).cast(), data_len, owner) };
@@ -830,20 +846,37 @@ impl Mapped {
             }
         }
         Ok(Mapped {
-            map,
+            input,
             layout,
             data_offset,
             zero_copy,
+            whole: std::sync::OnceLock::new(),
         })
     }
 
-    fn data(&self) -> &[u8] {
-        let end = self.data_offset + self.layout.data_bytes as usize;
-        self.map.get(self.data_offset..end).unwrap_or_default()
+    /// The data of rows `r0..r1` (of all rows, when their elements are
+    /// spread over the data), and the row it starts at: a view of the map,
+    /// or one ranged request for an object (the whole data once).
+    fn load(&self, r0: u64, r1: u64) -> Result<(u64, Bytes), ReadError> {
+        let l = &self.layout;
+        let at = self.data_offset as u64;
+        if !l.contiguous {
+            let all = at..at + l.data_bytes;
+            if !self.input.is_remote() {
+                return Ok((0, self.input.bytes(all)?));
+            }
+            if let Some(b) = self.whole.get() {
+                return Ok((0, b.clone()));
+            }
+            let b = self.input.bytes(all)?;
+            return Ok((0, self.whole.get_or_init(|| b).clone()));
+        }
+        let rb = l.row_bytes as u64;
+        Ok((r0, self.input.bytes(at + r0 * rb..at + r1 * rb)?))
     }
 
-    /// The column array for rows `r0..r0+nb`.
-    fn batch(&self, r0: usize, nb: usize, scratch: &mut Vec<u8>) -> Result<ArrayRef, ReadError> {
+    /// The column array for rows `r0..r0+nb`, from `data` ([`Mapped::load`]).
+    fn batch(&self, r0: usize, nb: usize, data: &(u64, Bytes), scratch: &mut Vec<u8>) -> Result<ArrayRef, ReadError> {
         let l = &self.layout;
         let (start, len) = (r0 * l.row_bytes, nb * l.row_bytes);
         if let Some(buf) = &self.zero_copy {
@@ -852,16 +885,39 @@ impl Mapped {
                 return l.column(values, nb);
             }
         }
+        let (base, data) = (data.0 as usize, &data.1);
         let bytes = if l.contiguous {
-            self.data()
-                .get(start..start + len)
-                .ok_or_else(|| ReadError::new("internal: batch out of range"))?
+            let from = start - base * l.row_bytes;
+            let bytes = data
+                .get(from..from + len)
+                .ok_or_else(|| ReadError::new("internal: batch out of range"))?;
+            // An object's aligned native rows go to Arrow without a copy too.
+            let native = l.dtype.big == cfg!(target_endian = "big") || l.dtype.size == 1;
+            if native
+                && len > 0
+                && l.dtype.kind.zero_copy()
+                && (bytes.as_ptr() as usize).is_multiple_of(l.dtype.size)
+                && let Some(values) = zero_copy_array(l.dtype.kind, Buffer::from(data.slice(from..from + len)))
+            {
+                return l.column(values, nb);
+            }
+            bytes
         } else {
-            gather_fortran(self.data(), l, r0, nb, scratch)?;
+            gather_fortran(data, l, r0, nb, scratch)?;
             &scratch[..]
         };
         let values = decode(l.dtype, bytes, r0 as u64, l.row_elems)?;
         l.column(values, nb)
+    }
+}
+
+/// Where a `.npy` header ends, from its first 12 bytes (`None` when they
+/// are not there or say no known version).
+fn header_end(head: &[u8]) -> Option<u64> {
+    match head.get(6)? {
+        1 => Some(10 + u64::from(u16::from_le_bytes([*head.get(8)?, *head.get(9)?]))),
+        2 | 3 => Some(12 + u64::from(u32::from_le_bytes(head.get(8..12)?.try_into().ok()?))),
+        _ => None,
     }
 }
 
@@ -890,8 +946,7 @@ impl NpySource {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let file = File::open(path)?;
-        let mapped = Mapped::open(&file)?;
+        let mapped = Mapped::open(Input::open(path)?)?;
         let l = &mapped.layout;
         let batch_elems = (l.rows_per_batch as u64).saturating_mul(l.row_elems as u64);
         let batches_per_unit = (UNIT_ELEMS as u64 / batch_elems.max(1)).max(1);
@@ -934,13 +989,18 @@ impl Source for NpySource {
         let start = unit as u64 * self.rows_per_unit;
         let end = start.saturating_add(self.rows_per_unit).min(l.rows);
         let mut scratch = Vec::new();
+        let data = match projection.len() {
+            0 => None,
+            _ => Some(self.mapped.load(start, end)?),
+        };
         let mut r = start;
         while r < end {
             let nb = (end - r).min(l.rows_per_batch as u64) as usize;
-            let cols = match projection.len() {
-                0 => Vec::new(),
-                n => {
-                    let col = self.mapped.batch(r as usize, nb, &mut scratch)?;
+            let cols = match &data {
+                None => Vec::new(),
+                Some(data) => {
+                    let n = projection.len();
+                    let col = self.mapped.batch(r as usize, nb, data, &mut scratch)?;
                     vec![col; n]
                 }
             };
@@ -953,9 +1013,12 @@ impl Source for NpySource {
         // The unit's pages were checked: the kernel may drop them, so that
         // resident memory stays at the units in flight, not the file. (Per
         // unit: releasing per batch cost a quarter of the run in TLB work.)
-        if l.contiguous && !projection.is_empty() {
+        if l.contiguous
+            && !projection.is_empty()
+            && let Some(map) = self.mapped.input.map()
+        {
             let (at, len) = (start as usize * l.row_bytes, (end - start) as usize * l.row_bytes);
-            storage::release(&self.mapped.map, self.mapped.data_offset + at, len);
+            storage::release(map, self.mapped.data_offset + at, len);
         }
         Ok(())
     }
@@ -992,11 +1055,81 @@ pub struct NpzSource {
     rows: u64,
 }
 
-type Archive = ZipArchive<BufReader<File>>;
+type Archive = ZipArchive<Zipped>;
 
-fn open_archive(path: &Path) -> Result<Archive, ReadError> {
-    let file = File::open(path)?;
-    ZipArchive::new(BufReader::new(file)).map_err(|e| ReadError::new(format!("not a valid .npz (zip) archive: {e}")))
+/// An archive's bytes for the zip reader: a local file through a small
+/// buffer, or an object in ranged requests of up to [`ZIP_BLOCK`] (the
+/// directory at its end, then each member streamed), never staged to disk.
+enum Zipped {
+    Local(BufReader<File>),
+    Remote(BufReader<Ranged>),
+}
+
+/// Bytes per request when an archive in storage is read.
+const ZIP_BLOCK: usize = 8 << 20;
+
+/// An object read by position, one ranged request per read.
+struct Ranged {
+    input: Arc<Input>,
+    pos: u64,
+}
+
+impl Read for Ranged {
+    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        let end = self.input.size().min(self.pos.saturating_add(dst.len() as u64));
+        if end <= self.pos {
+            return Ok(0);
+        }
+        let got = self
+            .input
+            .bytes(self.pos..end)
+            .map_err(|e| io::Error::other(e.message))?;
+        dst[..got.len()].copy_from_slice(&got);
+        self.pos += got.len() as u64;
+        Ok(got.len())
+    }
+}
+
+impl io::Seek for Ranged {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            io::SeekFrom::End(d) => self.input.size().checked_add_signed(d),
+        };
+        self.pos = target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
+        Ok(self.pos)
+    }
+}
+
+impl Read for Zipped {
+    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Zipped::Local(r) => r.read(dst),
+            Zipped::Remote(r) => r.read(dst),
+        }
+    }
+}
+
+impl io::Seek for Zipped {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        match self {
+            Zipped::Local(r) => r.seek(to),
+            Zipped::Remote(r) => r.seek(to),
+        }
+    }
+}
+
+/// The archive at `path`; an object's read in requests of `block` bytes
+/// (small to read headers, [`ZIP_BLOCK`] to stream members).
+fn open_archive(path: &Path, block: usize) -> Result<Archive, ReadError> {
+    let zipped = if storage::remote::is_url(path) {
+        let input = Arc::new(Input::open(path)?);
+        Zipped::Remote(BufReader::with_capacity(block, Ranged { input, pos: 0 }))
+    } else {
+        Zipped::Local(BufReader::new(File::open(path)?))
+    };
+    ZipArchive::new(zipped).map_err(|e| ReadError::new(format!("not a valid .npz (zip) archive: {e}")))
 }
 
 fn zip_err(e: zip::result::ZipError) -> ReadError {
@@ -1010,7 +1143,7 @@ fn member_at(name: &str) -> String {
 impl NpzSource {
     /// Reads the archive's directory and every `.npy` member's header.
     pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let mut archive = open_archive(path)?;
+        let mut archive = open_archive(path, 64 << 10)?;
         let mut members = Vec::new();
         let mut lengths: Vec<(String, u64)> = Vec::new();
         for index in 0..archive.len() {
@@ -1074,7 +1207,7 @@ impl NpzSource {
 enum Col<'a> {
     /// Streamed in row order (C-ordered data).
     Stream {
-        zf: ZipFile<'a, BufReader<File>>,
+        zf: ZipFile<'a, Zipped>,
         read: u64,
         buf: Vec<u8>,
     },
@@ -1111,7 +1244,7 @@ fn spill(zf: &mut impl Read) -> Result<(Mapped, Spill), ReadError> {
         .open(&path)?;
     let guard = Spill { path };
     io::copy(zf, &mut file)?;
-    let mapped = Mapped::open(&file)?;
+    let mapped = Mapped::open(Input::open(&guard.path)?)?;
     // Unix keeps a mapped file alive after unlinking; elsewhere the guard
     // removes it once reading is done.
     #[cfg(unix)]
@@ -1123,7 +1256,10 @@ impl Col<'_> {
     fn next(&mut self, ready: &Ready, r0: u64, nb: usize) -> Result<ArrayRef, ReadError> {
         let l = &ready.layout;
         match self {
-            Col::Mapped { mapped, scratch, .. } => mapped.batch(r0 as usize, nb, scratch),
+            Col::Mapped { mapped, scratch, .. } => {
+                let data = mapped.load(r0, r0 + nb as u64)?;
+                mapped.batch(r0 as usize, nb, &data, scratch)
+            }
             Col::Stream { zf, read, buf } => {
                 let want = nb * l.row_bytes;
                 buf.clear();
@@ -1180,7 +1316,7 @@ impl Source for NpzSource {
         // One archive per projected member, so each has its own stream.
         let mut archives = Vec::with_capacity(picked.len());
         for _ in &picked {
-            archives.push(open_archive(&self.path)?);
+            archives.push(open_archive(&self.path, ZIP_BLOCK)?);
         }
         let mut cols = Vec::with_capacity(picked.len());
         for ((m, ready), archive) in picked.iter().zip(archives.iter_mut()) {
@@ -1577,7 +1713,8 @@ for f in ['f2.npy', 'f3.npy', 'fb.npy', 'fbig.npy']:
         );
         let src = NpySource::open(&dir.path().join("big.npy")).expect("open");
         assert_eq!(src.units(), 1);
-        let map = src.mapped.map.as_ptr() as usize..src.mapped.map.as_ptr() as usize + src.mapped.map.len();
+        let m = src.mapped.input.map().expect("mapped");
+        let map = m.as_ptr() as usize..m.as_ptr() as usize + m.len();
         let b = read_all(&src, &[0]);
         let firsts: Vec<(u64, usize)> = b.iter().map(|b| (b.first_row, b.batch.num_rows())).collect();
         assert_eq!(firsts, [(0, 65536), (65536, 65536), (131072, 65536), (196608, 3392)]);

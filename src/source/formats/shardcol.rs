@@ -21,7 +21,7 @@ use arrow::datatypes::{
     Int64Type, Schema, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 
-use crate::source::{BATCH_ROWS, Batch, ReadError};
+use crate::source::{BATCH_ROWS, Batch, ReadError, storage};
 
 /// Most sample bytes gathered into one batch (at least one sample).
 pub(crate) const BATCH_BYTES: usize = 32 << 20;
@@ -486,9 +486,15 @@ pub(crate) fn load_index<T: Any + Send + Sync>(
     parse: fn(&[u8]) -> Result<T, String>,
 ) -> Result<Arc<T>, ReadError> {
     static CACHE: Mutex<Vec<(CacheKey, Cached)>> = Mutex::new(Vec::new());
-    let meta =
-        std::fs::metadata(path).map_err(|e| ReadError::new(format!("{what} needs the index.json beside it: {e}")))?;
-    let key: CacheKey = (path.to_path_buf(), meta.len(), meta.modified().ok());
+    let needs = |e: String| ReadError::new(format!("{what} needs the index.json beside it: {e}"));
+    // An object's: its size from the listing (or one request), no mtime.
+    let (len, modified) = if storage::remote::is_url(path) {
+        (storage::Input::open(path).map_err(|e| needs(e.message))?.size(), None)
+    } else {
+        let meta = std::fs::metadata(path).map_err(|e| needs(e.to_string()))?;
+        (meta.len(), meta.modified().ok())
+    };
+    let key: CacheKey = (path.to_path_buf(), len, modified);
     let hit = CACHE
         .lock()
         .ok()
@@ -496,13 +502,12 @@ pub(crate) fn load_index<T: Any + Send + Sync>(
     if let Some(hit) = hit.and_then(|h| h.downcast::<T>().ok()) {
         return Ok(hit);
     }
-    if meta.len() > MAX_INDEX {
+    if len > MAX_INDEX {
         return Err(ReadError::new(format!(
-            "index.json is {} bytes: too large for an index",
-            meta.len()
+            "index.json is {len} bytes: too large for an index"
         )));
     }
-    let text = std::fs::read(path)?;
+    let text = storage::Input::open(path)?.all()?;
     let index = Arc::new(parse(&text).map_err(|e| ReadError::new(format!("index.json: {e}")))?);
     if let Ok(mut c) = CACHE.lock() {
         if c.len() >= INDEX_CACHE {

@@ -22,7 +22,6 @@
 //! the first end-of-document id at or past its nominal 4M-token mark,
 //! found by a search that reads only as far as that id.
 
-use std::fs::File;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -33,8 +32,10 @@ use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, Schema,
     SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
+use bytes::Bytes;
 use memmap2::Mmap;
 
+use crate::source::storage::Input;
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// The column every token layout provides.
@@ -133,26 +134,23 @@ impl TokenDtype {
     }
 }
 
-/// Maps a whole file read-only; `None` for an empty file (which cannot be
-/// mapped, and holds nothing).
-pub(crate) fn map_file(path: &Path) -> Result<Option<Arc<Mmap>>, ReadError> {
-    let file = File::open(path)?;
-    if file.metadata()?.len() == 0 {
-        return Ok(None);
-    }
-    // SAFETY: the file is only read; like every mmap reader we rely on it
-    // not being truncated while mapped.
-    let map = unsafe { Mmap::map(&file)? };
+/// Opens a file or object as an [`storage::Input`], hinting a local map
+/// for a sequential read.
+pub(crate) fn open_input(path: &Path) -> Result<Arc<Input>, ReadError> {
+    let input = Input::open(path)?;
     #[cfg(unix)]
-    let _ = map.advise(memmap2::Advice::Sequential);
-    Ok(Some(Arc::new(map)))
+    if let Some(map) = input.map() {
+        let _ = map.advise(memmap2::Advice::Sequential);
+    }
+    Ok(Arc::new(input))
 }
 
-/// A run of little-endian elements inside a mapped file, handed out as Arrow
-/// arrays: over the mapping itself when aligned (always, for the layouts
-/// here) on a little-endian machine, else decoded into a copy.
+/// A run of little-endian elements inside a file, handed out as Arrow
+/// arrays: over the local map itself when aligned (always, for the layouts
+/// here) on a little-endian machine, else decoded into a copy. An object's
+/// elements are fetched a stretch at a time ([`Region::load`]).
 pub(crate) struct Region {
-    map: Option<Arc<Mmap>>,
+    input: Arc<Input>,
     /// Byte offset of element 0 in the file.
     offset: usize,
     /// Elements.
@@ -161,15 +159,38 @@ pub(crate) struct Region {
     zero_copy: Option<Buffer>,
 }
 
+/// Elements `first..` of a [`Region`], in memory: a view of the map, or
+/// the bytes one ranged request fetched.
+pub(crate) struct Loaded {
+    first: usize,
+    dtype: TokenDtype,
+    /// Aligned native elements, handed out without a copy.
+    buf: Option<Buffer>,
+    /// The same bytes, for decoding when `buf` is `None`.
+    bytes: Bytes,
+}
+
+impl Loaded {
+    /// Elements `first..first + count` (indices of the region) as an array.
+    pub(crate) fn array(&self, first: usize, count: usize) -> ArrayRef {
+        let size = self.dtype.size();
+        let at = (first - self.first) * size;
+        if let Some(buf) = &self.buf {
+            return typed(self.dtype, buf.slice_with_length(at, count * size));
+        }
+        decoded(self.dtype, self.bytes.get(at..at + count * size).unwrap_or_default())
+    }
+}
+
 impl Region {
-    /// Elements `offset..offset + len * size` of `map`; the caller has
+    /// Elements `offset..offset + len * size` of `input`; the caller has
     /// checked that they lie inside it.
-    pub(crate) fn new(map: Option<Arc<Mmap>>, offset: usize, len: usize, dtype: TokenDtype) -> Region {
+    pub(crate) fn new(input: Arc<Input>, offset: usize, len: usize, dtype: TokenDtype) -> Region {
         let bytes = len * dtype.size();
         let mut zero_copy = None;
         if cfg!(target_endian = "little")
             && bytes > 0
-            && let Some(m) = &map
+            && let Some(m) = input.map()
             && let Some(region) = m.get(offset..offset + bytes)
             && (region.as_ptr() as usize).is_multiple_of(dtype.size())
         {
@@ -179,7 +200,7 @@ impl Region {
             zero_copy = Some(unsafe { Buffer::from_custom_allocation(NonNull::from(region).cast(), bytes, owner) });
         }
         Region {
-            map,
+            input,
             offset,
             len,
             dtype,
@@ -187,24 +208,34 @@ impl Region {
         }
     }
 
-    /// Elements `first..first + count` as an Arrow array.
-    pub(crate) fn array(&self, first: usize, count: usize) -> ArrayRef {
+    /// Elements `first..first + count` in memory: a view of a local map (no
+    /// read), or one ranged request for an object.
+    pub(crate) fn load(&self, first: usize, count: usize) -> Result<Loaded, ReadError> {
         let size = self.dtype.size();
         if let Some(buf) = &self.zero_copy {
-            return typed(self.dtype, buf.slice_with_length(first * size, count * size));
+            return Ok(Loaded {
+                first,
+                dtype: self.dtype,
+                buf: Some(buf.slice_with_length(first * size, count * size)),
+                bytes: Bytes::new(),
+            });
         }
-        let start = self.offset + first * size;
-        let bytes = self
-            .map
-            .as_ref()
-            .and_then(|m| m.get(start..start + count * size))
-            .unwrap_or_default();
-        decoded(self.dtype, bytes)
+        let start = (self.offset + first * size) as u64;
+        let bytes = self.input.bytes(start..start + (count * size) as u64)?;
+        let buf = (cfg!(target_endian = "little") && (bytes.as_ptr() as usize).is_multiple_of(size))
+            .then(|| Buffer::from(bytes.clone()));
+        Ok(Loaded {
+            first,
+            dtype: self.dtype,
+            buf,
+            bytes,
+        })
     }
 
-    /// Lets the kernel drop the pages of elements `first..first + count`.
+    /// Lets the kernel drop the pages of elements `first..first + count`
+    /// (a local map's; an object's bytes go when their arrays do).
     pub(crate) fn release(&self, first: usize, count: usize) {
-        if let Some(m) = &self.map {
+        if let Some(m) = self.input.map() {
             let size = self.dtype.size();
             storage::release(m, self.offset + first * size, count * size);
         }
@@ -217,7 +248,8 @@ impl Region {
 
     /// The position of the first element at or after `from` that equals
     /// `id` (as the kernels compare: a float equal to the whole number),
-    /// reading the bytes in place and releasing the pages it passed.
+    /// reading the bytes in place (an object's in growing ranged reads) and
+    /// releasing the pages it passed.
     pub(crate) fn find(&self, from: usize, id: i128) -> Option<usize> {
         let size = self.dtype.size();
         let pattern: Vec<u8> = match self.dtype {
@@ -233,21 +265,30 @@ impl Region {
             TokenDtype::F32 => Some(id as f32).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
             TokenDtype::F64 => Some(id as f64).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
         };
-        let map = self.map.as_ref()?;
         let end = self.offset + self.len * size;
-        // In steps of a unit's bytes, each released once passed: a stretch
-        // without the id never makes the whole file resident.
-        let step = UNIT_TOKENS as usize * size;
+        // A local map in steps of a unit's bytes, each released once passed:
+        // a stretch without the id never makes the whole file resident. An
+        // object from 64 KiB on, doubling up to a unit: a document usually
+        // ends soon after the mark, and each step is a request.
+        let unit = UNIT_TOKENS as usize * size;
+        let mut step = if self.input.is_remote() {
+            (64 << 10) / size * size
+        } else {
+            unit
+        };
         let mut at = self.offset + from * size;
         while at < end {
             let stop = (at + step).min(end);
-            let bytes = map.get(at..stop)?;
+            let bytes = self.input.bytes(at as u64..stop as u64).ok()?;
             let found = bytes.chunks_exact(size).position(|c| c == pattern.as_slice());
-            storage::release(map, at, found.map_or(bytes.len(), |p| (p + 1) * size));
+            if let Some(map) = self.input.map() {
+                storage::release(map, at, found.map_or(bytes.len(), |p| (p + 1) * size));
+            }
             if let Some(p) = found {
                 return Some((at - self.offset) / size + p);
             }
             at = stop;
+            step = (step * 2).min(unit);
         }
         None
     }
@@ -340,7 +381,7 @@ pub enum Layout {
 /// dataset's documents are its index's sequences, so it takes none).
 pub fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<dyn Source>, ReadError> {
     let idx = path.with_extension("idx");
-    if idx.is_file() {
+    if storage::exists(&idx) {
         return Ok(Box::new(super::megatron::MegatronSource::open(path, &idx, dtype)?));
     }
     let source = TokenStreamSource::open(path, dtype)?;
@@ -353,9 +394,11 @@ pub fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<d
 /// Whether a `.bin` is a raw stream, which records no dtype: no `.idx`
 /// beside it, no llm.c magic at its start.
 pub fn is_raw(path: &Path) -> bool {
-    let mut magic = [0u8; 4];
-    let read = File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
-    !path.with_extension("idx").is_file() && (read.is_err() || llmc_magic(i32::from_le_bytes(magic)).is_none())
+    let magic = Input::open(path)
+        .and_then(|i| i.bytes(0..4))
+        .ok()
+        .and_then(|b| b.first_chunk::<4>().map(|m| i32::from_le_bytes(*m)));
+    !storage::exists(&path.with_extension("idx")) && magic.and_then(llmc_magic).is_none()
 }
 
 /// The schema's `dtype:` as a token type.
@@ -383,10 +426,12 @@ impl TokenStreamSource {
     /// Maps the file and checks its header (if any) against its size.
     pub fn open(path: &Path, dtype: Option<&str>) -> Result<Self, ReadError> {
         let wanted = schema_dtype(dtype)?;
-        let map = map_file(path)?;
-        let bytes: &[u8] = map.as_deref().map(|m| &m[..]).unwrap_or_default();
-        let size = bytes.len();
-        let magic = bytes.first_chunk::<4>().map(|b| i32::from_le_bytes(*b));
+        let input = open_input(path)?;
+        let size = usize::try_from(input.size()).map_err(|_| ReadError::new("too large for this machine"))?;
+        // The header, or as much of it as there is: all a raw file needs read
+        // before its units.
+        let head = input.bytes(0..(size.min(LLMC_HEADER)) as u64)?;
+        let magic = head.first_chunk::<4>().map(|b| i32::from_le_bytes(*b));
         let (layout, dtype, offset, count) = match magic.and_then(|m| llmc_magic(m).map(|k| (m, k))) {
             Some((magic, kind)) => {
                 let (dtype, version) = match kind {
@@ -403,7 +448,7 @@ impl TokenStreamSource {
                         )));
                     }
                 };
-                let Some(header) = bytes.get(..LLMC_HEADER) else {
+                let Some(header) = head.get(..LLMC_HEADER) else {
                     return Err(ReadError::new(format!(
                         "truncated llm.c shard: the 1024-byte header is cut at {size} bytes"
                     )));
@@ -457,7 +502,7 @@ impl TokenStreamSource {
         let starts = (0..count as u64).step_by(UNIT_TOKENS as usize).collect();
         Ok(TokenStreamSource {
             columns: vec![TOKENS.to_string()],
-            region: Region::new(map, offset, count, dtype),
+            region: Region::new(input, offset, count, dtype),
             layout,
             starts,
             documents: false,
@@ -529,28 +574,33 @@ impl Source for TokenStreamSource {
         check_projection(projection, "a token file")?;
         let total = self.region.len() as u64;
         let end = self.starts.get(unit + 1).copied().unwrap_or(total);
-        let mut r = start;
-        let mut released = start;
-        while r < end {
-            let nb = (end - r).min(BATCH_ROWS as u64) as usize;
-            let cols = match projection.len() {
-                0 => Vec::new(),
-                n => vec![self.region.array(r as usize, nb); n],
+        // A unit-sized stretch at a time (a long unit, a document stretch
+        // without EOD ids, in several): one ranged read of an object, or a
+        // view of the map whose pages are given back once checked.
+        let mut at = start;
+        while at < end {
+            let stop = end.min(at + UNIT_TOKENS);
+            let loaded = match projection.len() {
+                0 => None,
+                _ => Some(self.region.load(at as usize, (stop - at) as usize)?),
             };
-            sink(Batch {
-                first_row: r,
-                batch: token_batch(cols, nb)?,
-            })?;
-            r += nb as u64;
-            // A long unit (a document stretch without EOD ids) gives its
-            // pages back as it goes.
-            if !projection.is_empty() && r - released >= UNIT_TOKENS {
-                self.region.release(released as usize, (r - released) as usize);
-                released = r;
+            let mut r = at;
+            while r < stop {
+                let nb = (stop - r).min(BATCH_ROWS as u64) as usize;
+                let cols = match &loaded {
+                    None => Vec::new(),
+                    Some(l) => vec![l.array(r as usize, nb); projection.len()],
+                };
+                sink(Batch {
+                    first_row: r,
+                    batch: token_batch(cols, nb)?,
+                })?;
+                r += nb as u64;
             }
-        }
-        if !projection.is_empty() && end > released {
-            self.region.release(released as usize, (end - released) as usize);
+            if loaded.is_some() {
+                self.region.release(at as usize, (stop - at) as usize);
+            }
+            at = stop;
         }
         Ok(())
     }

@@ -241,6 +241,16 @@ impl Found<'_> {
             }
             Ok(found) => {
                 for (u, _) in found {
+                    // A dataset index: the files it lists that the listing lacks.
+                    if let Some(dir) = u.strip_suffix("/index.json") {
+                        self.errors
+                            .extend(crate::source::listed_but_missing(Path::new(dir)).into_iter().map(
+                                |(path, message)| Error::Discover {
+                                    path: path.to_string_lossy().into_owned(),
+                                    message,
+                                },
+                            ));
+                    }
                     if self.remote_searched(Path::new(&u)) {
                         self.files.push(DataFile::new(PathBuf::from(u)));
                     }

@@ -19,6 +19,16 @@ pub(crate) use blob::{Blob, Fetched};
 pub(crate) use input::Input;
 pub(crate) use positioned::PosReader;
 
+/// Whether a file is there: a local regular file, or an object a listing
+/// found (else one request for its size). Readers ask it of a sidecar (a
+/// Megatron `.idx`, an `index.json`) beside the file they read.
+pub(crate) fn exists(path: &std::path::Path) -> bool {
+    if !remote::is_url(path) {
+        return path.is_file();
+    }
+    remote::listed_size(path).is_some() || remote::Object::open(path).and_then(|o| o.size()).is_ok()
+}
+
 /// Maps pages of a memory-mapped file in one call rather than a fault at a
 /// time (Linux 5.14 and later; elsewhere they fault in as they are read).
 pub(crate) fn populate(data: &memmap2::Mmap, start: usize, len: usize) {

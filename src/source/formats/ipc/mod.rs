@@ -4,15 +4,16 @@
 //! sequential unit. Which of the two a file holds is decided by its first
 //! bytes, never by its name.
 
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::buffer::Buffer;
 use arrow::ipc::reader::read_footer_length;
 use arrow::ipc::{Message, root_as_footer, root_as_message};
 
+use crate::source::storage::Input;
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 use message::{Decoder, next_message};
 
@@ -34,6 +35,8 @@ pub struct IpcSource {
     columns: Vec<String>,
     /// `None` for a stream; for a file, its footer's blocks.
     file: Option<FileIndex>,
+    /// A file's bytes (a stream is opened again to be read in order).
+    input: Option<Arc<Input>>,
 }
 
 /// Where an IPC file's messages are, from its footer.
@@ -57,10 +60,11 @@ struct Block {
 impl IpcSource {
     /// Opens `path` and reads its schema (and, for a file, its footer).
     pub fn open(path: &Path) -> Result<IpcSource, ReadError> {
-        let mut head = [0u8; 6];
-        let n = File::open(path)?.read(&mut head)?;
-        if n == 6 && &head == FILE_MAGIC {
-            let index = index_file(path)?;
+        let input = Input::open(path)?;
+        let head = input.bytes(0..input.size().min(6))?;
+        if head[..] == FILE_MAGIC[..] {
+            let input = Arc::new(input);
+            let index = index_file(Arc::clone(&input))?;
             let footer = root_as_footer(&index.footer).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
             let schema = footer
                 .schema()
@@ -75,13 +79,15 @@ impl IpcSource {
                 path: path.to_path_buf(),
                 columns,
                 file: Some(index),
+                input: Some(input),
             })
         } else {
-            let columns = vet_stream(path)?;
+            let columns = vet_stream(input)?;
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
                 file: None,
+                input: None,
             })
         }
     }
@@ -131,7 +137,8 @@ impl Source for IpcSource {
                     .schema()
                     .ok_or_else(|| ReadError::new("the footer has no schema"))?;
                 let mut decoder = Decoder::with_schema(schema, Some(sorted))?;
-                let mut bytes = Bytes::open(&self.path)?;
+                let input = self.input.clone().ok_or_else(|| ReadError::new("internal: no input"))?;
+                let bytes = Bytes::open(input);
                 for (i, d) in index.dictionaries.iter().enumerate() {
                     let (buf, flat, body) = bytes.block(d).map_err(|e| e.at(format!("dictionary {i}")))?;
                     decoder
@@ -145,7 +152,7 @@ impl Source for IpcSource {
                 }
             }
             None => {
-                let mut input = BufReader::with_capacity(1 << 20, File::open(&self.path)?);
+                let mut input = BufReader::with_capacity(1 << 20, Input::open(&self.path)?.reader()?);
                 let mut decoder = Decoder::default().project(sorted);
                 let (mut row, mut i) = (0u64, 0usize);
                 while let Some(message) = next_message(&mut input).map_err(|e| e.at(format!("message {i}")))? {
@@ -170,20 +177,40 @@ impl Source for IpcSource {
     }
 }
 
-/// Random access to a file's bytes, bounded by its length.
+/// Random access to a file's bytes, bounded by its length: views of a
+/// local map, ranged requests for an object (where [`Bytes::prefetch`]
+/// first fetches many small ranges at once).
 struct Bytes {
-    file: File,
+    input: Arc<Input>,
     len: u64,
+    /// Ranges fetched ahead, by start: reads inside one cost no request.
+    fetched: Vec<(u64, bytes::Bytes)>,
 }
 
 impl Bytes {
-    fn open(path: &Path) -> Result<Bytes, ReadError> {
-        let file = File::open(path)?;
-        let len = file.metadata()?.len();
-        Ok(Bytes { file, len })
+    fn open(input: Arc<Input>) -> Bytes {
+        let len = input.size();
+        Bytes {
+            input,
+            len,
+            fetched: Vec::new(),
+        }
     }
 
-    fn read_at(&mut self, offset: u64, n: u64) -> Result<Vec<u8>, ReadError> {
+    /// Fetches `ranges` (those inside the file; sorted by start) in one
+    /// coalesced, parallel go for an object; a local file needs none.
+    fn prefetch(&mut self, mut ranges: Vec<std::ops::Range<u64>>) -> Result<(), ReadError> {
+        if !self.input.is_remote() {
+            return Ok(());
+        }
+        ranges.retain(|r| r.start < r.end && r.end <= self.len);
+        ranges.sort_by_key(|r| r.start);
+        let got = self.input.ranges(&ranges)?;
+        self.fetched = ranges.iter().map(|r| r.start).zip(got).collect();
+        Ok(())
+    }
+
+    fn read_at(&self, offset: u64, n: u64) -> Result<bytes::Bytes, ReadError> {
         let len = self.len;
         if offset.checked_add(n).is_none_or(|end| end > len) {
             return Err(ReadError::new(format!(
@@ -191,24 +218,27 @@ impl Bytes {
                 offset.saturating_add(n)
             )));
         }
-        let mut buf = vec![0u8; n as usize];
-        self.file.seek(SeekFrom::Start(offset))?;
-        self.file.read_exact(&mut buf)?;
-        Ok(buf)
+        let i = self.fetched.partition_point(|(s, _)| *s <= offset);
+        if let Some((s, b)) = i.checked_sub(1).map(|i| &self.fetched[i])
+            && offset + n <= s + b.len() as u64
+        {
+            return Ok(b.slice((offset - s) as usize..(offset - s + n) as usize));
+        }
+        self.input.bytes(offset..offset + n)
     }
 
     /// The flatbuffer of the message at `pos` and where its body starts;
     /// `meta_len` (prefix included) is known for a file's blocks, read from
     /// the prefix in a stream. `None` at the end-of-stream marker.
-    fn message_at(&mut self, pos: u64, meta_len: Option<u64>) -> Result<Option<(Vec<u8>, u64)>, ReadError> {
-        let word = |b: Vec<u8>| i32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
+    fn message_at(&self, pos: u64, meta_len: Option<u64>) -> Result<Option<(bytes::Bytes, u64)>, ReadError> {
+        let word = |b: &[u8]| i32::from_le_bytes(b.try_into().unwrap_or([0; 4]));
         // A continuation marker and a length precede the flatbuffer (older
         // writers: the length alone).
         let first = self.read_at(pos, 4)?;
-        let (flat_len, head) = if first == [0xff; 4] {
-            (word(self.read_at(pos + 4, 4)?), 8)
+        let (flat_len, head) = if first[..] == [0xff; 4] {
+            (word(&self.read_at(pos + 4, 4)?), 8)
         } else {
-            (word(first), 4)
+            (word(&first), 4)
         };
         if flat_len == 0 {
             return Ok(None);
@@ -220,22 +250,38 @@ impl Bytes {
     }
 
     /// A file block's bytes (message and body), with where its flatbuffer
-    /// and its body start.
-    fn block(&mut self, b: &Block) -> Result<(Buffer, usize, usize), ReadError> {
+    /// and its body start; its compressed buffers vetted.
+    fn block(&self, b: &Block) -> Result<(Buffer, usize, usize), ReadError> {
         let bytes = self.read_at(b.offset, b.meta.saturating_add(b.body))?;
         let head = if bytes.starts_with(&[0xff; 4]) { 8 } else { 4 };
         let meta = usize::try_from(b.meta).map_err(|_| ReadError::new("block too large"))?;
         if meta < head {
             return Err(ReadError::new("a block's metadata is shorter than its prefix"));
         }
-        Ok((Buffer::from_vec(bytes), head, meta))
+        // Vetted when the file was opened, from a local file; an object's
+        // blocks here, their bodies now in memory.
+        if self.input.is_remote() {
+            let message = parse(bytes.get(head..meta).unwrap_or_default())?;
+            vet(&message, &mut |offset| {
+                let at = meta.saturating_add(usize::try_from(offset).unwrap_or(usize::MAX));
+                bytes
+                    .get(at..at.saturating_add(8))
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(|| ReadError::new("a buffer lies outside its message body"))
+            })?;
+        }
+        Ok((Buffer::from(bytes), head, meta))
     }
 
-    /// Vets the compressed buffers of `message`, whose body starts at `body`.
-    fn vet(&mut self, message: &Message, body: u64) -> Result<(), ReadError> {
+    /// Vets the compressed buffers of `message`, whose body starts at
+    /// `body` (an object's when its blocks are read: see [`Bytes::block`]).
+    fn vet(&self, message: &Message, body: u64) -> Result<(), ReadError> {
+        if self.input.is_remote() {
+            return Ok(());
+        }
         vet(message, &mut |offset| {
             let b = self.read_at(body.saturating_add(offset), 8)?;
-            Ok(b.try_into().unwrap_or([0; 8]))
+            Ok(b[..].try_into().unwrap_or([0; 8]))
         })
     }
 }
@@ -290,13 +336,28 @@ pub(crate) fn parse(flat: &[u8]) -> Result<Message<'_>, ReadError> {
 /// each batch's first row (the footer holds no row counts), every
 /// compressed buffer vetted. Messages are found through the footer, since
 /// writers need not repeat the stream in a file.
-fn index_file(path: &Path) -> Result<FileIndex, ReadError> {
-    let mut bytes = Bytes::open(path)?;
+fn index_file(input: Arc<Input>) -> Result<FileIndex, ReadError> {
+    let mut bytes = Bytes::open(input);
     let len = bytes.len;
-    let trailer: [u8; 10] = bytes.read_at(len.saturating_sub(10), 10)?.try_into().unwrap_or([0; 10]);
+    let trailer: [u8; 10] = bytes.read_at(len.saturating_sub(10), 10)?[..]
+        .try_into()
+        .unwrap_or([0; 10]);
     let footer_len = read_footer_length(trailer)? as u64;
     let footer_bytes = bytes.read_at(len.saturating_sub(10).saturating_sub(footer_len), footer_len)?;
+    let footer_bytes = footer_bytes.to_vec();
     let footer = root_as_footer(&footer_bytes).map_err(|e| ReadError::new(format!("invalid footer: {e}")))?;
+    // Every message's header at once (an object's in a few requests).
+    let heads = footer
+        .dictionaries()
+        .into_iter()
+        .flatten()
+        .chain(footer.recordBatches().into_iter().flatten())
+        .filter_map(|b| {
+            let (o, m) = (u64::try_from(b.offset()).ok()?, u64::try_from(b.metaDataLength()).ok()?);
+            Some(o..o.checked_add(m)?)
+        })
+        .collect();
+    bytes.prefetch(heads)?;
     // A block (message and body) must lie inside the file.
     let block = |b: &arrow::ipc::Block| -> Result<Block, ReadError> {
         let offset = u64::try_from(b.offset()).map_err(|_| ReadError::new("negative block offset"))?;
@@ -359,8 +420,9 @@ fn index_file(path: &Path) -> Result<FileIndex, ReadError> {
 /// Walks an IPC stream's messages (headers only) and vets every compressed
 /// buffer, before the decoder allocates anything they declare; returns the
 /// names of the columns of the stream's schema.
-fn vet_stream(path: &Path) -> Result<Vec<String>, ReadError> {
-    let mut bytes = Bytes::open(path)?;
+fn vet_stream(input: Input) -> Result<Vec<String>, ReadError> {
+    let remote = input.is_remote();
+    let bytes = Bytes::open(Arc::new(input));
     let not_ipc = |e: ReadError| ReadError::new(format!("not an Arrow IPC file or stream: {}", e.message));
     let (flat, _) = bytes
         .message_at(0, None)
@@ -375,6 +437,11 @@ fn vet_stream(path: &Path) -> Result<Vec<String>, ReadError> {
         .schema
         .map(|s| s.fields().iter().map(|f| f.name().clone()).collect())
         .unwrap_or_default();
+    // An object's messages are vetted as the read meets them (in order:
+    // hopping from header to header would be a request each).
+    if remote {
+        return Ok(columns);
+    }
     let mut pos = 0u64;
     let mut i = 0usize;
     while pos + 4 <= bytes.len {
