@@ -146,10 +146,15 @@ impl Source for IpcSource {
                         .map_err(|e| e.at(format!("dictionary {i}")))?;
                 }
                 let (buf, flat, body) = bytes.block(&block).map_err(|e| e.at(at()))?;
-                match decoder.decode(&buf, flat, body).map_err(|e| e.at(at()))? {
+                let done = match decoder.decode(&buf, flat, body).map_err(|e| e.at(at()))? {
                     Some(batch) => emit(index.first_rows[unit], batch),
                     None => Err(ReadError::new("not a record batch").at(at())),
+                };
+                // A local file's batch was read in place: its pages may go.
+                if let Some(map) = bytes.input.map() {
+                    crate::source::storage::release(map, block.offset as usize, (block.meta + block.body) as usize);
                 }
+                done
             }
             None => {
                 let mut input = BufReader::with_capacity(1 << 20, Input::open(&self.path)?.reader()?);
