@@ -133,6 +133,17 @@ fn token_shards_from_s3_report_as_local_with_unit_sized_reads() {
         gets.iter().any(|g| *g == format!("bytes=8388608-{}", size - 1)),
         "{gets:?}"
     );
+
+    // With `eod_id`, units end after an end-of-document id found past each
+    // 4 Mi mark by small ranged reads: the same documents as locally.
+    let r = same_as_local(
+        &servers,
+        &env,
+        "columns:\n  tokens: {kind: index, size: 5000, dtype: uint16, eod_id: 999, max_length: 1000}\n",
+        "big",
+        0,
+    );
+    assert_eq!(r["rows"].as_u64(), Some((4 << 20) + 100_000), "{r}");
 }
 
 #[test]
