@@ -19,6 +19,9 @@
 //! offsets of a batch are built. Units are runs of sequences of a few
 //! million tokens; their pages are released once checked.
 //!
+//! From storage (the `.idx` an object of the same prefix) the index is one
+//! read, and each unit's tokens one ranged read of the `.bin`.
+//!
 //! fairseq's legacy `TNTIDX` and NeMo's retrieval `MMIDRET` indexes are
 //! refused by name. The byte layout is in `tests/fixtures/tokens/FORMATS.md`.
 

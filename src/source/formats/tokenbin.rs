@@ -21,6 +21,11 @@
 //! units: [`TokenStreamSource::with_documents`] ends each unit right after
 //! the first end-of-document id at or past its nominal 4M-token mark,
 //! found by a search that reads only as far as that id.
+//!
+//! An object in storage is read by the same code through
+//! [`storage::Input`]: the header is one ranged read, each unit another
+//! (its bytes are the unit's arrays, without a copy when aligned), so
+//! memory is the units in flight there too.
 
 use std::path::Path;
 use std::ptr::NonNull;
