@@ -183,6 +183,22 @@ open('n/cut.npy', 'wb').write(open('n/label.npy', 'rb').read()[:-8])
     assert_eq!(r["errors"].as_array().map(Vec::len), Some(2), "{r}");
     // Two planted in each of the five files that hold `bad`.
     assert_eq!(hits(&r, "label", "class").0, 10, "{r}");
+
+    // A Fortran-ordered 2-D array (each row spread over the data: read
+    // whole, once) and a Fortran-ordered .npz member.
+    env.python(
+        r#"
+os.makedirs('f', exist_ok=True)
+ids = (np.arange(6000).reshape(3000, 2) % 50).astype(np.int32)
+ids[5, 1] = 77; ids[2998, 0] = -1
+np.save('f/ids.npy', np.asfortranarray(ids))
+np.savez('f/z.npz', ids=np.asfortranarray(ids))
+"#,
+    );
+    servers.upload(&env, "f", "bkt", "f/");
+    let r = same_as_local(&servers, &env, "columns:\n  ids: {kind: index, size: 50}\n", "f", 1);
+    let rows: Vec<u64> = hits(&r, "ids", "index").1.iter().map(|e| e.1).collect();
+    assert_eq!(rows, [5, 2998, 5, 2998], "{r}");
 }
 
 #[test]
