@@ -211,6 +211,109 @@ impl Hybrid {
         Ok(Some(hits))
     }
 
+    /// Walks at most `max` values of a stream of 0s and 1s (repetition
+    /// levels of a top-level list), calling `at(i)` for the `i`th value
+    /// walked when it is 0, and stopping before the 0 past the first
+    /// `limit`. Runs are taken whole: a repeat run at once, and a 1-bit
+    /// packed run up to 64 values per load, its 0s found by counting zeros, so a
+    /// long row costs a few operations, not one per value. Returns (values
+    /// walked, 0s found); a value above 1 is an error.
+    pub fn row_starts(
+        &mut self,
+        data: &[u8],
+        max: usize,
+        limit: usize,
+        mut at: impl FnMut(usize),
+    ) -> Result<(usize, usize), ReadError> {
+        let over = || ReadError::new("a page holds a level above its column's maximum");
+        let (mut done, mut found) = (0usize, 0usize);
+        while done < max {
+            if self.repeat_left > 0 {
+                let k = self.repeat_left.min(max - done);
+                let take = match self.repeat {
+                    0 => {
+                        let m = k.min(limit - found);
+                        for j in 0..m {
+                            at(done + j);
+                        }
+                        found += m;
+                        m
+                    }
+                    1 => k,
+                    _ => return Err(over()),
+                };
+                self.repeat_left -= take;
+                done += take;
+                if take < k {
+                    break;
+                }
+            } else if self.lit_at < self.lit_len {
+                let k = (self.lit_len - self.lit_at).min(max - done);
+                let mut take = 0;
+                for &v in &self.lit[self.lit_at..self.lit_at + k] {
+                    match v {
+                        0 if found == limit => break,
+                        0 => {
+                            at(done + take);
+                            found += 1;
+                        }
+                        1 => {}
+                        _ => return Err(over()),
+                    }
+                    take += 1;
+                }
+                self.lit_at += take;
+                done += take;
+                if take < k {
+                    break;
+                }
+            } else if self.packed_left > 0 && self.width == 1 {
+                let k = self.packed_left.min(max - done);
+                if (self.bit + k).div_ceil(8) > self.end {
+                    return Err(ReadError::new("the RLE data ends before the page's last value"));
+                }
+                let bytes = &data[..self.end];
+                let (mut walked, mut stopped) = (0usize, false);
+                while walked < k {
+                    let bit = self.bit + walked;
+                    let byte = bit / 8;
+                    let mut b = [0u8; 8];
+                    let have = (bytes.len() - byte).min(8);
+                    b[..have].copy_from_slice(&bytes[byte..byte + have]);
+                    let valid = (64 - bit % 8).min(k - walked);
+                    let keep = if valid == 64 { u64::MAX } else { (1u64 << valid) - 1 };
+                    let mut zeros = !(u64::from_le_bytes(b) >> (bit % 8)) & keep;
+                    while zeros != 0 {
+                        let i = zeros.trailing_zeros() as usize;
+                        if found == limit {
+                            walked += i;
+                            stopped = true;
+                            break;
+                        }
+                        at(done + walked + i);
+                        found += 1;
+                        zeros &= zeros - 1;
+                    }
+                    if stopped {
+                        break;
+                    }
+                    walked += valid;
+                }
+                self.bit += walked;
+                self.packed_left -= walked;
+                done += walked;
+                if stopped {
+                    break;
+                }
+            } else if self.packed_left > 0 {
+                self.unpack(data)?;
+            } else {
+                self.next_header(data)?;
+            }
+        }
+        Ok((done, found))
+    }
+
     fn next_header(&mut self, data: &[u8]) -> Result<(), ReadError> {
         let end = || ReadError::new("the RLE data ends before the page's last value");
         if self.mode != Mode::Hybrid {
@@ -483,6 +586,102 @@ pub(super) mod tests {
                 assert!(h.decode(&data, &mut [0]).is_err(), "width {width}: past the run");
             }
         }
+    }
+
+    /// `zeros` against the values one by one: rows of random lengths (long
+    /// ones as repeat runs, short ones bit-packed, one long packed run),
+    /// walked in pieces of odd sizes with odd limits, mixed with `decode`.
+    #[test]
+    fn row_starts_finds_every_zero() {
+        let mut seed = 11u64;
+        let mut rand = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut values = Vec::new();
+        for _ in 0..400 {
+            values.push(0u32);
+            let len = match rand(4) {
+                0 => 0,
+                1 => rand(8),
+                2 => rand(100),
+                _ => rand(700),
+            };
+            values.extend(std::iter::repeat_n(1, len as usize));
+        }
+        let mut streams = vec![encode(&values, 1)];
+        // The same values as one bit-packed run (as some writers store levels).
+        let groups = values.len().div_ceil(8);
+        let mut packed = Vec::new();
+        super::super::thrift::push_uleb128(&mut packed, (groups as u64) << 1 | 1);
+        let mut bytes = vec![0u8; groups];
+        for (i, &v) in values.iter().enumerate() {
+            bytes[i / 8] |= (v as u8) << (i % 8);
+        }
+        packed.extend(bytes);
+        streams.push(packed);
+        for data in &streams {
+            for (pieces, limits) in [
+                (&[1usize, 64, 7, 1000][..], &[0usize, 1, 5, 100][..]),
+                (&[5000], &[3, 1000]),
+            ] {
+                let mut h = Hybrid::new(0..data.len(), 1).unwrap();
+                let (mut at, mut turn) = (0usize, 0usize);
+                while at < values.len() {
+                    let max = pieces[turn % pieces.len()].min(values.len() - at);
+                    let limit = limits[turn % limits.len()];
+                    if turn % 5 == 4 {
+                        let mut out = vec![9; max];
+                        h.decode(data, &mut out).unwrap();
+                        assert_eq!(out, values[at..at + max]);
+                        at += max;
+                    } else {
+                        let mut got = Vec::new();
+                        let (walked, found) = h.row_starts(data, max, limit, |i| got.push(at + i)).unwrap();
+                        let want: Vec<usize> = (at..at + max).filter(|&i| values[i] == 0).take(limit).collect();
+                        assert_eq!(got, want);
+                        assert_eq!(found, want.len());
+                        // It stops right before the zero past the limit.
+                        let stop = (at..at + max)
+                            .filter(|&i| values[i] == 0)
+                            .nth(limit)
+                            .unwrap_or(at + max);
+                        assert_eq!(at + walked, stop, "turn {turn}");
+                        at += walked;
+                    }
+                    turn += 1;
+                }
+            }
+        }
+        // A level of 2 is an error; a stream that ends early too.
+        let data = encode(&[0, 1, 2, 1, 1, 1, 1, 1], 2);
+        assert!(
+            Hybrid::new(0..data.len(), 2)
+                .unwrap()
+                .row_starts(&data, 8, 8, |_| {})
+                .is_err()
+        );
+        let data = encode(&[2; 10], 2);
+        assert!(
+            Hybrid::new(0..data.len(), 2)
+                .unwrap()
+                .row_starts(&data, 10, 8, |_| {})
+                .is_err()
+        );
+        let data = encode(&[0, 1, 1], 1);
+        assert!(
+            Hybrid::new(0..data.len(), 1)
+                .unwrap()
+                .row_starts(&data, 9, 9, |_| {})
+                .is_err()
+        );
+        // A packed run claiming more groups than its bytes hold.
+        let data = [0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40, 0xfe];
+        let mut h = Hybrid::new(0..data.len(), 1).unwrap();
+        let mut got = Vec::new();
+        assert_eq!(h.row_starts(&data, 8, 8, |i| got.push(i)).unwrap(), (8, 1));
+        assert_eq!(got, vec![0]);
+        assert!(h.row_starts(&data, 1, 8, |_| {}).is_err());
     }
 
     #[test]
