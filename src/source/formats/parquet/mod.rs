@@ -12,7 +12,10 @@
 //! group only the projected column chunks, coalesced. Statistics prove a
 //! row group from the footer alone; a dictionary proves one from its
 //! dictionary page alone when the footer's encoding statistics say every
-//! data page is dictionary-encoded.
+//! data page is dictionary-encoded. The bytes of the footer's request are
+//! kept (a small object came whole with it), and a column read for its
+//! shape alone has only its page headers and v2 levels fetched
+//! ([`ParquetSource::level_prefix`]).
 //!
 //! What must be decoded is decoded by preflight's own reader for integer
 //! columns, flat or in top-level lists (`values`, over `hybrid` and
@@ -46,6 +49,7 @@ use crate::check::{Judge, UnitStats};
 use crate::source::storage::remote::Object;
 use crate::source::storage::{Blob, Fetched};
 use crate::source::{BATCH_ROWS, Batch, JudgedSink, ReadError, Source};
+use bytes::Bytes;
 use pages::PageWalker;
 use patched::Patched;
 use shape::ShapeReader;
@@ -62,10 +66,25 @@ const SCALAR_BATCH_ROWS: usize = 8 * 1024;
 /// footer costs one request; a larger footer costs a second.
 pub const FOOTER_PREFETCH: u64 = 256 * 1024;
 
+/// A column chunk no larger than this is fetched whole even when only its
+/// levels are needed: its bytes cost less than the round trips of a walk
+/// over its pages (the same trade as the coalescing of nearby ranges).
+const LEVEL_WALK_MIN: u64 = 1024 * 1024;
+
+/// Bytes fetched at each page start of a level walk: the page header and,
+/// for the pages of ordinary files, the levels behind it.
+const LEVEL_PROBE: u64 = 8 * 1024;
+
 /// Where a Parquet file's bytes are.
 enum Origin {
     Local(PathBuf),
-    Remote(Object),
+    /// An object, with the bytes its footer's request brought (`(offset,
+    /// bytes)`, to the object's end): all of a small object, which is then
+    /// not fetched again.
+    Remote {
+        object: Object,
+        held: Vec<(u64, Bytes)>,
+    },
 }
 
 /// A Parquet file whose metadata has been read.
@@ -138,17 +157,22 @@ impl ParquetSource {
         let object = Object::open(url)?;
         let (size, tail) = object.tail(FOOTER_PREFETCH)?;
         let tail_at = size - tail.len() as u64;
-        let mut fetched = Fetched::new(size);
+        let mut held = Vec::with_capacity(2);
         if let Some(len) = tail.len().checked_sub(8).and_then(|i| tail.get(i..i + 4)) {
             let footer = u64::from(u32::from_le_bytes([len[0], len[1], len[2], len[3]]));
             let start = size.saturating_sub(8 + footer);
             if start < tail_at {
                 let rest = object.ranges(std::slice::from_ref(&(start..tail_at)))?;
-                fetched.add(start, rest.into_iter().next().unwrap_or_default());
+                held.push((start, rest.into_iter().next().unwrap_or_default()));
             }
         }
-        fetched.add(tail_at, tail);
-        ParquetSource::with_footer(Origin::Remote(object), &Blob::Fetched(Arc::new(fetched)))
+        held.push((tail_at, tail));
+        let mut fetched = Fetched::new(size);
+        for (at, bytes) in &held {
+            fetched.add(*at, bytes.clone());
+        }
+        let file = Blob::Fetched(Arc::new(fetched));
+        ParquetSource::with_footer(Origin::Remote { object, held }, &file)
     }
 
     /// Reads the footer of `file`, which is at `origin`.
@@ -500,15 +524,22 @@ impl ParquetSource {
     }
 
     /// The bytes the reads of row group `unit`'s leaf columns `leaves`
-    /// need: the local file, or those column chunks fetched.
-    fn blob(&self, unit: usize, leaves: &[usize]) -> Result<Blob, ReadError> {
-        let object = match &self.origin {
+    /// need: the local file, or those column chunks fetched; of the leaves
+    /// in `levels_only` (read as shapes), only what a walk over their
+    /// levels reads (see [`ParquetSource::level_prefix`]).
+    fn blob(&self, unit: usize, leaves: &[usize], levels_only: &[usize]) -> Result<Blob, ReadError> {
+        let (object, held) = match &self.origin {
             Origin::Local(path) => return Ok(Blob::file(File::open(path)?)),
-            Origin::Remote(object) => object,
+            Origin::Remote { object, held } => (object, held),
         };
         let rg = self.meta.metadata().row_group(unit);
         let mut ranges = Vec::with_capacity(leaves.len() * 2);
+        let mut walked = Vec::new();
         for &leaf in leaves {
+            if levels_only.contains(&leaf) && rg.column(leaf).compressed_size() as u64 > LEVEL_WALK_MIN {
+                walked.extend(self.level_prefix(object, held, unit, leaf)?);
+                continue;
+            }
             let chunk = rg.column(leaf);
             let len = chunk.compressed_size();
             // Where this reader's page walk starts, and where the parquet
@@ -521,7 +552,76 @@ impl ParquetSource {
                 ranges.push(self.in_file(start, len)?);
             }
         }
-        self.fetch(object, ranges)
+        self.fetch(object, held, ranges, walked)
+    }
+
+    /// What a walk over the levels of row group `unit`'s leaf `leaf` reads,
+    /// fetched page by page: each page's header and, of a v2 data page, the
+    /// levels stored uncompressed in front of its values; the values are
+    /// not fetched. A v1 data page keeps its levels inside its compressed
+    /// body, so at the first one the rest of the chunk is fetched whole
+    /// (writers do not mix the versions in a chunk). Pages are found one
+    /// after another, each from the header before it. A header that does
+    /// not hold together gets the rest of the chunk fetched too, so that
+    /// the walk reports it as a local read does.
+    fn level_prefix(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        unit: usize,
+        leaf: usize,
+    ) -> Result<Vec<(u64, Bytes)>, ReadError> {
+        use pages::LevelSpan;
+        let chunk = self.meta.metadata().row_group(unit).column(leaf);
+        let range = self.in_file(chunk_start(chunk), chunk.compressed_size())?;
+        let mut parts = Vec::new();
+        // The last bytes fetched, which may hold the next page's start.
+        let mut have: Option<(u64, Bytes)> = None;
+        let (mut pos, mut probe) = (range.start, LEVEL_PROBE);
+        while pos < range.end {
+            let window = pos..pos.saturating_add(probe).min(range.end);
+            let bytes = match &have {
+                Some((at, b)) if *at <= pos && window.end <= at + b.len() as u64 => {
+                    b.slice((pos - at) as usize..(window.end - at) as usize)
+                }
+                _ => self.bytes_at(object, held, window.clone())?,
+            };
+            have = Some((pos, bytes.clone()));
+            match pages::level_span(&bytes, pos, range.end) {
+                LevelSpan::Short if window.end < range.end && probe < 16 << 20 => probe *= 4,
+                LevelSpan::Prefix { need, next } => {
+                    parts.push((pos, bytes));
+                    if need > window.end {
+                        parts.push((window.end, self.bytes_at(object, held, window.end..need)?));
+                    }
+                    (pos, probe) = (next, LEVEL_PROBE);
+                }
+                _ if window.end == range.end => {
+                    parts.push((pos, bytes));
+                    break;
+                }
+                _ => {
+                    parts.push((pos, self.bytes_at(object, held, pos..range.end)?));
+                    break;
+                }
+            }
+        }
+        Ok(parts)
+    }
+
+    /// The bytes of `range`: from those the footer's request brought, or
+    /// one request.
+    fn bytes_at(&self, object: &Object, held: &[(u64, Bytes)], range: Range<u64>) -> Result<Bytes, ReadError> {
+        for (at, b) in held {
+            if *at <= range.start && range.end <= at + b.len() as u64 {
+                return Ok(b.slice((range.start - at) as usize..(range.end - at) as usize));
+            }
+        }
+        Ok(object
+            .ranges(std::slice::from_ref(&range))?
+            .into_iter()
+            .next()
+            .unwrap_or_default())
     }
 
     /// The bytes a dictionary proof of row group `unit`'s leaf `leaf` reads,
@@ -548,7 +648,7 @@ impl ParquetSource {
                 let end = range.end;
                 let blob = match &self.origin {
                     Origin::Local(path) => Blob::file(File::open(path).ok()?),
-                    Origin::Remote(object) => self.fetch(object, vec![range]).ok()?,
+                    Origin::Remote { object, held } => self.fetch(object, held, vec![range], Vec::new()).ok()?,
                 };
                 Some((blob, Some(end)))
             }
@@ -560,7 +660,7 @@ impl ParquetSource {
     fn chunk_blob(&self, unit: usize, leaf: usize) -> Option<Blob> {
         match &self.origin {
             Origin::Local(path) => File::open(path).ok().map(Blob::file),
-            Origin::Remote(_) => self.blob(unit, &[leaf]).ok(),
+            Origin::Remote { .. } => self.blob(unit, &[leaf], &[]).ok(),
         }
     }
 
@@ -577,15 +677,45 @@ impl ParquetSource {
         }
     }
 
-    /// Fetches `ranges` of the object as a [`Blob`].
-    fn fetch(&self, object: &Object, mut ranges: Vec<Range<u64>>) -> Result<Blob, ReadError> {
+    /// `ranges` of the object as a [`Blob`], with the bytes the footer's
+    /// request brought (`held`): what lies in them is not fetched again, so
+    /// a small object, which came whole with its footer, costs no more; and
+    /// with `more`, bytes fetched already.
+    fn fetch(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        ranges: Vec<Range<u64>>,
+        more: Vec<(u64, Bytes)>,
+    ) -> Result<Blob, ReadError> {
+        // Where the held bytes start, running on to the object's end.
+        let mut covered = self.size;
+        for (at, b) in held.iter().rev() {
+            if at + b.len() as u64 >= covered {
+                covered = covered.min(*at);
+            }
+        }
+        let mut ranges: Vec<Range<u64>> = ranges
+            .into_iter()
+            .map(|r| r.start..r.end.min(covered))
+            .filter(|r| !r.is_empty())
+            .collect();
         ranges.sort_by_key(|r| (r.start, r.end));
         ranges.dedup();
-        ranges.retain(|r| !r.is_empty());
-        let parts = object.ranges(&ranges)?;
+        let parts = if ranges.is_empty() {
+            Vec::new()
+        } else {
+            object.ranges(&ranges)?
+        };
         let mut fetched = Fetched::new(self.size);
+        for (at, bytes) in held {
+            fetched.add(*at, bytes.clone());
+        }
         for (r, bytes) in ranges.iter().zip(parts) {
             fetched.add(r.start, bytes);
+        }
+        for (at, bytes) in more {
+            fetched.add(at, bytes);
         }
         Ok(Blob::Fetched(Arc::new(fetched)))
     }
@@ -618,7 +748,16 @@ impl ParquetSource {
         }
         // The bytes per unit: a local file handle (reads of different units
         // never share a file position), or the projected chunks fetched.
-        let file = self.blob(unit, &self.leaves(projection)).map_err(|e| e.at(at()))?;
+        // Of a column read as its shape, only the levels are fetched.
+        let levels_only: Vec<usize> = projection
+            .iter()
+            .zip(shapes)
+            .filter_map(|(&c, &s)| s.then(|| self.shape_leaf(unit, c)).flatten())
+            .map(|(leaf, _)| leaf)
+            .collect();
+        let file = self
+            .blob(unit, &self.leaves(projection), &levels_only)
+            .map_err(|e| e.at(at()))?;
         let mut readers: Vec<Option<ColumnReader<'_>>> = Vec::with_capacity(projection.len());
         for (&c, &s) in projection.iter().zip(shapes) {
             let reader = if let Some((leaf, element_def)) = s.then(|| self.shape_leaf(unit, c)).flatten() {
