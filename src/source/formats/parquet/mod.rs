@@ -75,15 +75,56 @@ const LEVEL_WALK_MIN: u64 = 1024 * 1024;
 /// for the pages of ordinary files, the levels behind it.
 const LEVEL_PROBE: u64 = 8 * 1024;
 
+/// Bytes of footer requests kept by the open sources of a process at once
+/// ([`Held`]): a scan opens every file before it reads their units, so the
+/// bytes of a long listing's files are kept up to this much, and the
+/// files past it fetch their ranges as before.
+const HELD_BUDGET: u64 = 256 * 1024 * 1024;
+
+/// Bytes of footer requests kept now (see [`HELD_BUDGET`]).
+static HELD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The bytes an object's footer request brought (`(offset, bytes)`, running
+/// to the object's end), kept within [`HELD_BUDGET`]: all of a small
+/// object, which is then not fetched again.
+struct Held {
+    parts: Vec<(u64, Bytes)>,
+    counted: u64,
+}
+
+impl Held {
+    /// `parts` kept if the budget allows, else nothing.
+    fn keep(parts: Vec<(u64, Bytes)>) -> Held {
+        use std::sync::atomic::Ordering;
+        let n: u64 = parts.iter().map(|(_, b)| b.len() as u64).sum();
+        let kept = HELD
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(n).filter(|&t| t <= HELD_BUDGET)
+            })
+            .is_ok();
+        match kept {
+            true => Held { parts, counted: n },
+            false => Held {
+                parts: Vec::new(),
+                counted: 0,
+            },
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.counted, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Where a Parquet file's bytes are.
 enum Origin {
     Local(PathBuf),
-    /// An object, with the bytes its footer's request brought (`(offset,
-    /// bytes)`, to the object's end): all of a small object, which is then
-    /// not fetched again.
+    /// An object, with the bytes its footer's request brought.
     Remote {
         object: Object,
-        held: Vec<(u64, Bytes)>,
+        held: Held,
     },
 }
 
@@ -172,6 +213,7 @@ impl ParquetSource {
             fetched.add(*at, bytes.clone());
         }
         let file = Blob::Fetched(Arc::new(fetched));
+        let held = Held::keep(held);
         ParquetSource::with_footer(Origin::Remote { object, held }, &file)
     }
 
@@ -530,7 +572,7 @@ impl ParquetSource {
     fn blob(&self, unit: usize, leaves: &[usize], levels_only: &[usize]) -> Result<Blob, ReadError> {
         let (object, held) = match &self.origin {
             Origin::Local(path) => return Ok(Blob::file(File::open(path)?)),
-            Origin::Remote { object, held } => (object, held),
+            Origin::Remote { object, held } => (object, &held.parts),
         };
         let rg = self.meta.metadata().row_group(unit);
         let mut ranges = Vec::with_capacity(leaves.len() * 2);
@@ -648,7 +690,7 @@ impl ParquetSource {
                 let end = range.end;
                 let blob = match &self.origin {
                     Origin::Local(path) => Blob::file(File::open(path).ok()?),
-                    Origin::Remote { object, held } => self.fetch(object, held, vec![range], Vec::new()).ok()?,
+                    Origin::Remote { object, held } => self.fetch(object, &held.parts, vec![range], Vec::new()).ok()?,
                 };
                 Some((blob, Some(end)))
             }
