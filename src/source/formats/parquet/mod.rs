@@ -602,10 +602,11 @@ impl ParquetSource {
     /// levels stored uncompressed in front of its values; the values are
     /// not fetched. A v1 data page keeps its levels inside its compressed
     /// body, so at the first one the rest of the chunk is fetched whole
-    /// (writers do not mix the versions in a chunk). Pages are found one
-    /// after another, each from the header before it. A header that does
-    /// not hold together gets the rest of the chunk fetched too, so that
-    /// the walk reports it as a local read does.
+    /// (writers do not mix the versions in a chunk). With an OffsetIndex
+    /// the pages are probed at once ([`ParquetSource::indexed_levels`]);
+    /// without, one after another, each found from the header before it.
+    /// A header that does not hold together gets the rest of the chunk
+    /// fetched too, so that the walk reports it as a local read does.
     fn level_prefix(
         &self,
         object: &Object,
@@ -616,6 +617,9 @@ impl ParquetSource {
         use pages::LevelSpan;
         let chunk = self.meta.metadata().row_group(unit).column(leaf);
         let range = self.in_file(chunk_start(chunk), chunk.compressed_size())?;
+        if let Some(parts) = self.indexed_levels(object, held, chunk, &range)? {
+            return Ok(parts);
+        }
         let mut parts = Vec::new();
         // The last bytes fetched, which may hold the next page's start.
         let mut have: Option<(u64, Bytes)> = None;
@@ -649,6 +653,118 @@ impl ParquetSource {
             }
         }
         Ok(parts)
+    }
+
+    /// [`ParquetSource::level_prefix`] over the pages the chunk's
+    /// OffsetIndex lists: the first data page probed, then (v2) every other
+    /// page start at once, then any levels longer than their probe; a v1
+    /// first page gets the chunk fetched whole. `None` (walk the headers)
+    /// without an index, or when the pages do not lie where it says.
+    fn indexed_levels(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        chunk: &parquet::file::metadata::ColumnChunkMetaData,
+        range: &Range<u64>,
+    ) -> Result<Option<Vec<(u64, Bytes)>>, ReadError> {
+        use pages::LevelSpan;
+        let (Some(at), Some(len)) = (chunk.offset_index_offset(), chunk.offset_index_length()) else {
+            return Ok(None);
+        };
+        let Ok(index) = self.in_file(at, i64::from(len)) else {
+            return Ok(None);
+        };
+        let index = self.bytes_at(object, held, index)?;
+        let Ok(index) = parquet::file::page_index::index_reader::decode_offset_index(&index) else {
+            return Ok(None);
+        };
+        // Page starts: a dictionary page's before the first data page.
+        let mut starts = Vec::with_capacity(index.page_locations().len() + 1);
+        for p in index.page_locations() {
+            match u64::try_from(p.offset) {
+                Ok(o) => starts.push(o),
+                Err(_) => return Ok(None),
+            }
+        }
+        let Some(&first) = starts.first() else {
+            return Ok(None);
+        };
+        let dictionary = range.start < first;
+        if dictionary {
+            starts.insert(0, range.start);
+        }
+        if starts[0] != range.start || !starts.windows(2).all(|w| w[0] < w[1]) || first >= range.end {
+            return Ok(None);
+        }
+        let ends: Vec<u64> = starts.iter().skip(1).copied().chain([range.end]).collect();
+        let probe = |i: usize| starts[i]..ends[i].min(starts[i] + LEVEL_PROBE);
+        // Whether page `i`'s probe shows a page where the index says, and
+        // the bytes its levels need past the probe.
+        let page = |i: usize, bytes: &Bytes| match pages::level_span(bytes, starts[i], range.end) {
+            LevelSpan::Prefix { need, next } if next == ends[i] => Some(need),
+            _ => None,
+        };
+        let first_at = usize::from(dictionary);
+        let first_bytes = self.bytes_at(object, held, probe(first_at))?;
+        let mut parts = Vec::with_capacity(starts.len() + 1);
+        let mut longer = Vec::new();
+        match page(first_at, &first_bytes) {
+            Some(need) => {
+                if need > probe(first_at).end {
+                    longer.push(probe(first_at).end..need);
+                }
+                parts.push((starts[first_at], first_bytes));
+            }
+            None if matches!(
+                pages::level_span(&first_bytes, starts[first_at], range.end),
+                LevelSpan::Whole
+            ) =>
+            {
+                return Ok(Some(vec![(range.start, self.bytes_at(object, held, range.clone())?)]));
+            }
+            None => return Ok(None),
+        }
+        let rest: Vec<usize> = (0..starts.len()).filter(|&i| i != first_at).collect();
+        let fetched = self.bytes_apart(object, held, rest.iter().map(|&i| probe(i)).collect())?;
+        for (&i, bytes) in rest.iter().zip(fetched) {
+            let Some(need) = page(i, &bytes) else {
+                return Ok(None);
+            };
+            if need > probe(i).end {
+                longer.push(probe(i).end..need);
+            }
+            parts.push((starts[i], bytes));
+        }
+        for (r, bytes) in longer.clone().into_iter().zip(self.bytes_apart(object, held, longer)?) {
+            parts.push((r.start, bytes));
+        }
+        Ok(Some(parts))
+    }
+
+    /// The bytes of each of `ranges`, one request each, all at once (those
+    /// inside the footer request's bytes taken from there).
+    fn bytes_apart(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        ranges: Vec<Range<u64>>,
+    ) -> Result<Vec<Bytes>, ReadError> {
+        let inside = |r: &Range<u64>| {
+            held.iter()
+                .find(|(at, b)| *at <= r.start && r.end <= at + b.len() as u64)
+                .map(|(at, b)| b.slice((r.start - at) as usize..(r.end - at) as usize))
+        };
+        let wanted: Vec<Range<u64>> = ranges.iter().filter(|r| inside(r).is_none()).cloned().collect();
+        let mut fetched = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            object.ranges_apart(&wanted)?
+        }
+        .into_iter();
+        Ok(ranges
+            .iter()
+            .map(|r| inside(r).unwrap_or_else(|| fetched.next().unwrap_or_default()))
+            .collect())
     }
 
     /// The bytes of `range`: from those the footer's request brought, or
