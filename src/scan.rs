@@ -42,6 +42,10 @@ struct Opened {
     positions: Vec<Option<usize>>,
 }
 
+/// Threads of a scan over objects in storage, at least: files opened and
+/// units read at once (each unit's ranges are up to ten requests more).
+pub const REMOTE_THREADS: usize = 16;
+
 /// Set by a Ctrl-C handler; units not yet started are skipped.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);
 
@@ -58,7 +62,15 @@ pub fn scan_selected(
     only: &[Option<Vec<usize>>],
     opts: &ScanOptions,
 ) -> Partial {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.jobs).build();
+    // Objects in storage: a file or unit mostly waits on its requests, so
+    // more of them are read at once than there are cores.
+    let remote = files.iter().any(|f| source::storage::remote::is_url(&f.path));
+    let threads = if remote {
+        opts.jobs.max(REMOTE_THREADS)
+    } else {
+        opts.jobs
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
     let run = || scan_in_pool(validator, files, only, opts);
     match pool {
         Ok(pool) => pool.install(run),

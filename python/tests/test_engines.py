@@ -82,9 +82,44 @@ def spark():
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
+def s3(data):
+    """A local S3 server (moto, behind the counting proxy of
+    tests/remote/servers.py, all on 127.0.0.1) holding shards/ and corrupt/
+    under s3://bkt/; yields the environment that points a client at it."""
+    boto3 = pytest.importorskip("boto3")
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "remote", "servers.py")
+    servers = subprocess.Popen(
+        [sys.executable, script, str(data)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    ports = json.loads(servers.stdout.readline())
+    keys = dict(aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1")
+    client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{ports['moto']}", **keys)
+    client.create_bucket(Bucket="bkt")
+    for d in ("shards", "corrupt"):
+        for name in sorted(os.listdir(data / d)):
+            client.upload_file(str(data / d / name), "bkt", f"{d}/{name}")
+    yield {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{ports['proxy']}",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_REGION": "us-east-1",
+    }
+    servers.stdin.close()
+    servers.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(s3):
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # Storage credentials reach the workers as users pass them on a
+    # cluster: the job's runtime environment.
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env={"env_vars": s3},
+    )
     yield ray
     ray.shutdown()
 
@@ -180,3 +215,29 @@ def test_spark_written_lists_read_from_levels_agree_with_a_full_scan(spark, tmp_
             assert report["rows"] == 4000
             assert rows_of == {"max_length": [5, 3999], "min_length": [77]}, (legacy, codec)
     spark.conf.unset("spark.sql.parquet.writeLegacyFormat")
+
+
+@pytest.mark.parametrize("directory,code", [("shards", 1), ("corrupt", 2)])
+def test_spark_and_ray_check_s3_urls_as_local_files(spark, ray_cluster, s3, data, directory, code, monkeypatch):
+    """`plan` lists s3:// URLs on the driver; Spark and Ray tasks read their
+    units straight from the (local) S3 server; the merged report is the
+    local one with URLs for names."""
+    import preflight.ray
+    import preflight.spark
+
+    expected_code, expected = cli(data, directory)
+    assert expected_code == code
+    expected = expected.replace(str(data / directory) + "/", f"s3://bkt/{directory}/")
+    # The driver lists and plans; the executors' Python workers get the
+    # same variables as `spark.executorEnv.*` gives them on a cluster.
+    for k, v in s3.items():
+        monkeypatch.setenv(k, v)
+    spark.sparkContext.environment.update(s3)
+    url = f"s3://bkt/{directory}/"
+    units = preflight.plan([url], split_bytes=SPLIT)
+    assert {u["file"] for u in units} >= {f"{url}part-003.parquet"}
+    assert sum(u["unit"] is not None for u in units) > 8, "row groups of the URLs are units"
+    merged = preflight.spark.check(spark, [url], str(data / "s.yaml"), split_bytes=SPLIT)
+    assert (merged.exit_code, merged.json) == (code, expected)
+    merged = preflight.ray.check([url], str(data / "s.yaml"), split_bytes=SPLIT, tasks=3)
+    assert (merged.exit_code, merged.json) == (code, expected)

@@ -174,6 +174,14 @@ long = [[1, 2, 3, 4, 5] if i == 99 else [1] for i in range(n)]
 pq.write_table(pa.table({'label': label, 'ids': pa.array(long, pa.list_(pa.int64()))}), 'd/long.parquet', row_group_size=700)
 "#;
 
+/// A file larger than the footer's 256 KiB request, its values unproven
+/// (no statistics, no dictionary): its reads go past the footer's bytes.
+const BIG: &str = r#"
+os.makedirs('w', exist_ok=True)
+pq.write_table(pa.table({'label': (np.arange(200_000) % 10).astype(np.int64)}), 'w/big.parquet',
+               write_statistics=False, use_dictionary=False, compression='none')
+"#;
+
 const SCHEMA: &str = "columns:\n  label: {kind: class, num_classes: 10}\n  ids: {kind: index, size: 50, max_length: 4, optional: true}\n";
 
 /// The report as text with `from` names turned into `to`.
@@ -252,10 +260,17 @@ fn a_listed_stats_proven_file_costs_one_get() {
         .filter(|r| r["query"].as_str().unwrap_or("").contains("list-type=2"))
         .collect();
     assert_eq!(lists.len(), 1, "{log:?}");
-    let bad = for_key(&log, "/bkt/p/sub/bad.parquet");
-    assert!(bad.len() >= 2, "{log:?}");
-    assert!(bad[0]["if_match"].is_null());
-    assert!(bad[1..].iter().all(|r| r["if_match"].is_string()), "{log:?}");
+    // A small file came whole with its footer's request.
+    assert_eq!(for_key(&log, "/bkt/p/sub/bad.parquet").len(), 1, "{log:?}");
+    env.python(BIG);
+    servers.upload(&env, "w", "bkt", "w/");
+    servers.reset(servers.proxy);
+    servers.check(&env, &["-s", "s.yaml", "s3://bkt/w/"], 0);
+    let log = servers.log(servers.proxy);
+    let big = for_key(&log, "/bkt/w/big.parquet");
+    assert!(big.len() >= 2, "{log:?}");
+    assert!(big[0]["if_match"].is_null());
+    assert!(big[1..].iter().all(|r| r["if_match"].is_string()), "{log:?}");
 }
 
 #[test]
@@ -603,7 +618,10 @@ fn slow_reset_overwritten_and_interrupted_reads() {
     assert_eq!(r["errors"][0]["file"], url);
     assert!(r["errors"][0]["message"].as_str().unwrap().contains("timed out"), "{r}");
 
-    // A connection reset mid-body: retried, the same report.
+    // A connection reset mid-body: retried, the same report. (First the
+    // delayed requests of the timed-out run finish, so that none of them
+    // takes the injected resets.)
+    std::thread::sleep(Duration::from_millis(3500));
     servers.reset(servers.proxy);
     servers.fault(r#"{"reset": 2}"#);
     let again = servers.check(&env, &["-s", "s.yaml", url], 1);
@@ -618,11 +636,14 @@ fn slow_reset_overwritten_and_interrupted_reads() {
     servers.fault(r#"{"reset": 1}"#);
     assert_eq!(servers.check(&env, &["-s", "s.yaml", "s3://bkt/c/a.csv"], 0), clean_csv);
 
-    // Overwritten right after the footer was read.
+    // Overwritten right after the footer was read (a file larger than the
+    // footer's request: a small one came whole with it, one version).
+    env.python(BIG);
+    servers.upload(&env, "w", "bkt", "w/");
     servers.reset(servers.proxy);
-    servers.fault(r#"{"overwrite": "/bkt/f/sub/bad.parquet"}"#);
-    let r = servers.check(&env, &["-s", "s.yaml", url], 2);
-    assert_eq!(r["errors"][0]["file"], url);
+    servers.fault(r#"{"overwrite": "/bkt/w/big.parquet"}"#);
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/w/big.parquet"], 2);
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/w/big.parquet");
     let msg = r["errors"][0]["message"].as_str().unwrap();
     assert!(msg.contains("changed while it was read"), "{msg}");
     assert_eq!(r["rows"], 0, "nothing of either version checked: {r}");
@@ -701,4 +722,105 @@ fn aws_profile_files_give_static_keys() {
     let msg = r["errors"][0]["message"].as_str().unwrap();
     assert!(msg.contains("aws configure export-credentials --profile sso"), "{msg}");
     assert!(!r.to_string().contains("s3cr3t"));
+}
+
+/// The bytes of the `Range` header `bytes=A-B` (inclusive), or `None`.
+fn range_len(r: &Value) -> Option<u64> {
+    let (a, b) = r["range"].as_str()?.strip_prefix("bytes=")?.split_once('-')?;
+    Some(b.parse::<u64>().ok()? - a.parse::<u64>().ok()? + 1)
+}
+
+/// A small file, its statistics proving nothing (values and a dictionary
+/// read): the footer's request brought the whole object, so that request is
+/// all it costs, named (a suffix range, whose answer gives the size: no
+/// HEAD) or listed; the report is the local one.
+#[test]
+fn a_small_unproven_file_costs_only_its_footer_get() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "d", "bkt", "s/");
+    assert!(std::fs::metadata(env.path("d/sub/bad.parquet")).unwrap().len() < 256 * 1024);
+    let local = servers.check(&env, &["-s", "s.yaml", "d/sub/bad.parquet"], 1);
+    let (hits, _) = crate::util::hits(&local, "label", "class");
+    assert_eq!(hits, 2, "{local}");
+    for url in ["s3://bkt/s/sub/bad.parquet", "s3://bkt/s/sub/"] {
+        servers.reset(servers.proxy);
+        let remote = servers.check(&env, &["-s", "s.yaml", url], 1);
+        assert_eq!(
+            renamed(&remote, "s3://bkt/s/sub/", "d/sub/"),
+            renamed(&local, "", ""),
+            "{url}"
+        );
+        let log = servers.log(servers.proxy);
+        let requests = for_key(&log, "/bkt/s/sub/bad.parquet");
+        assert_eq!(requests.len(), 1, "{url}: {log:?}");
+        assert_eq!(requests[0]["method"], "GET");
+    }
+    // Over plain HTTP too.
+    servers.reset(servers.http);
+    let url = format!("http://127.0.0.1:{}/d/sub/bad.parquet", servers.http);
+    let remote = servers.check(&env, &["-s", "s.yaml", &url], 1);
+    let base = format!("http://127.0.0.1:{}/", servers.http);
+    assert_eq!(renamed(&remote, &base, ""), renamed(&local, "", ""));
+    let log = servers.log(servers.http);
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0]["range"], "bytes=-262144", "{log:?}");
+}
+
+/// A list column whose values its statistics prove and whose only open rule
+/// is a length rule: from v2 data pages only the page headers and the
+/// levels in front of the values are fetched (a probe of at most 8 KiB at
+/// each page start, found from the header before it or, with an
+/// OffsetIndex, all at once), never the values; v1 pages, whose levels are
+/// inside the compressed body, are fetched whole. Reports as local either way.
+#[test]
+fn a_length_rule_reads_only_the_levels_of_v2_pages() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  ids: {kind: index, size: 50, max_length: 4}\n");
+    env.python(
+        r#"
+os.makedirs('v', exist_ok=True)
+n = 60000
+rng = np.random.default_rng(7)
+rows = [list(rng.integers(0, 50, 4)) for _ in range(n)]
+rows[99] = [1] * 5; rows[40000] = [2] * 9; rows[59999] = [3] * 6
+t = pa.table({'ids': pa.array(rows, pa.list_(pa.int64()))})
+for v in ('1.0', '2.0'):
+    pq.write_table(t, f'v/p{v[0]}.parquet', data_page_version=v, use_dictionary=False,
+                   compression='none', data_page_size=64 * 1024)
+# With an OffsetIndex: the pages are probed at once, not found one by one.
+pq.write_table(t, 'v/p2i.parquet', data_page_version='2.0', use_dictionary=False,
+               compression='none', data_page_size=64 * 1024, write_page_index=True)
+"#,
+    );
+    let size = std::fs::metadata(env.path("v/p2.parquet")).unwrap().len();
+    assert!(size > 1_500_000, "{size}");
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "v", "bkt", "v/");
+    for name in ["p1.parquet", "p2.parquet", "p2i.parquet"] {
+        let local = servers.check(&env, &["-s", "s.yaml", &format!("v/{name}")], 1);
+        let (hits, _) = crate::util::hits(&local, "ids", "max_length");
+        assert_eq!(hits, 3, "{local}");
+        servers.reset(servers.proxy);
+        let remote = servers.check(&env, &["-s", "s.yaml", &format!("s3://bkt/v/{name}")], 1);
+        assert_eq!(renamed(&remote, "s3://bkt/v/", "v/"), renamed(&local, "", ""), "{name}");
+        let log = servers.log(servers.proxy);
+        let requests = for_key(&log, &format!("/bkt/v/{name}"));
+        let after_footer: Vec<u64> = requests[1..].iter().map(|r| range_len(r).expect("a range")).collect();
+        let fetched: u64 = after_footer.iter().sum();
+        if name != "p1.parquet" {
+            // About 30 pages, one probe each (the last ones came with the
+            // footer's 256 KiB): a few hundred KiB of headers, levels and
+            // probe overrun, never the 1.9 MB of values.
+            assert!(after_footer.len() >= 10, "{after_footer:?}");
+            assert!(after_footer.iter().all(|&n| n <= 8192), "{after_footer:?}");
+            assert!(fetched < size / 5, "{fetched} of {size}: {after_footer:?}");
+        } else {
+            // v1: the probe of the first page, then the rest of the chunk.
+            assert_eq!(after_footer.len(), 2, "{after_footer:?}");
+            assert!(fetched > size / 2, "{fetched} of {size}");
+        }
+    }
 }

@@ -98,6 +98,24 @@ impl Blob {
         }
     }
 
+    /// Reads into `dst` from offset `pos` as far as the bytes run on: to
+    /// the end of `dst`, of the file, or of a fetched part (a walk over
+    /// pages fetched a prefix at a time reads a header window without
+    /// running into the gap behind it). Fails only when `pos` itself is not
+    /// there.
+    pub(crate) fn read_upto(&self, dst: &mut [u8], pos: u64) -> io::Result<usize> {
+        let mut got = 0;
+        while got < dst.len() {
+            match self.read_at(&mut dst[got..], pos + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(_) if got > 0 && matches!(self, Blob::Fetched(_)) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(got)
+    }
+
     /// Fills `dst` from offset `pos`, or fails.
     pub(crate) fn read_exact_at(&self, mut dst: &mut [u8], mut pos: u64) -> io::Result<()> {
         while !dst.is_empty() {
@@ -176,5 +194,9 @@ mod tests {
         assert!(blob.read_at(&mut buf, 50).is_err(), "never fetched");
         assert_eq!(&blob.get_bytes(91, 3).unwrap()[..], b"123");
         assert_eq!(blob.len(), 100);
+        let mut buf = [0u8; 8];
+        assert_eq!(blob.read_upto(&mut buf, 12).unwrap(), 4, "stops at the gap");
+        assert_eq!(&buf[..4], b"cdef");
+        assert!(blob.read_upto(&mut buf, 50).is_err());
     }
 }

@@ -639,6 +639,17 @@ impl Object {
     /// The bytes of `ranges` (of the version [`Object::tail`] pinned),
     /// nearby ones merged into one request, several requests at once.
     pub fn ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+        self.ranges_merged(ranges, COALESCE)
+    }
+
+    /// [`Object::ranges`] with only touching ranges merged: one request
+    /// each (page headers scattered over a column chunk, whose gaps are
+    /// the values a read does not want).
+    pub fn ranges_apart(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+        self.ranges_merged(ranges, 0)
+    }
+
+    fn ranges_merged(&self, ranges: &[Range<u64>], coalesce: u64) -> Result<Vec<Bytes>, ReadError> {
         let etag = self.pinned();
         let store = &self.store;
         let fetch = |r: Range<u64>| {
@@ -648,7 +659,7 @@ impl Object {
             async move { get(store, key, Some(GetRange::Bounded(r)), etag).await.map(|(_, b)| b) }
         };
         runtime()
-            .block_on(object_store::coalesce_ranges(ranges, fetch, COALESCE))
+            .block_on(object_store::coalesce_ranges(ranges, fetch, coalesce))
             .map_err(|e| ReadError::new(describe(&e, &store.credentials)))
     }
 

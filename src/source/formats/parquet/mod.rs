@@ -12,7 +12,10 @@
 //! group only the projected column chunks, coalesced. Statistics prove a
 //! row group from the footer alone; a dictionary proves one from its
 //! dictionary page alone when the footer's encoding statistics say every
-//! data page is dictionary-encoded.
+//! data page is dictionary-encoded. The bytes of the footer's request are
+//! kept (a small object came whole with it), and a column read for its
+//! shape alone has only its page headers and v2 levels fetched
+//! ([`ParquetSource::level_prefix`]).
 //!
 //! What must be decoded is decoded by preflight's own reader for integer
 //! columns, flat or in top-level lists (`values`, over `hybrid` and
@@ -46,6 +49,7 @@ use crate::check::{Judge, UnitStats};
 use crate::source::storage::remote::Object;
 use crate::source::storage::{Blob, Fetched};
 use crate::source::{BATCH_ROWS, Batch, JudgedSink, ReadError, Source};
+use bytes::Bytes;
 use pages::PageWalker;
 use patched::Patched;
 use shape::ShapeReader;
@@ -62,10 +66,66 @@ const SCALAR_BATCH_ROWS: usize = 8 * 1024;
 /// footer costs one request; a larger footer costs a second.
 pub const FOOTER_PREFETCH: u64 = 256 * 1024;
 
+/// A column chunk no larger than this is fetched whole even when only its
+/// levels are needed: its bytes cost less than the round trips of a walk
+/// over its pages (the same trade as the coalescing of nearby ranges).
+const LEVEL_WALK_MIN: u64 = 1024 * 1024;
+
+/// Bytes fetched at each page start of a level walk: the page header and,
+/// for the pages of ordinary files, the levels behind it.
+const LEVEL_PROBE: u64 = 8 * 1024;
+
+/// Bytes of footer requests kept by the open sources of a process at once
+/// ([`Held`]): a scan opens every file before it reads their units, so the
+/// bytes of a long listing's files are kept up to this much, and the
+/// files past it fetch their ranges as before.
+const HELD_BUDGET: u64 = 256 * 1024 * 1024;
+
+/// Bytes of footer requests kept now (see [`HELD_BUDGET`]).
+static HELD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The bytes an object's footer request brought (`(offset, bytes)`, running
+/// to the object's end), kept within [`HELD_BUDGET`]: all of a small
+/// object, which is then not fetched again.
+struct Held {
+    parts: Vec<(u64, Bytes)>,
+    counted: u64,
+}
+
+impl Held {
+    /// `parts` kept if the budget allows, else nothing.
+    fn keep(parts: Vec<(u64, Bytes)>) -> Held {
+        use std::sync::atomic::Ordering;
+        let n: u64 = parts.iter().map(|(_, b)| b.len() as u64).sum();
+        let kept = HELD
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(n).filter(|&t| t <= HELD_BUDGET)
+            })
+            .is_ok();
+        match kept {
+            true => Held { parts, counted: n },
+            false => Held {
+                parts: Vec::new(),
+                counted: 0,
+            },
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.counted, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Where a Parquet file's bytes are.
 enum Origin {
     Local(PathBuf),
-    Remote(Object),
+    /// An object, with the bytes its footer's request brought.
+    Remote {
+        object: Object,
+        held: Held,
+    },
 }
 
 /// A Parquet file whose metadata has been read.
@@ -138,17 +198,23 @@ impl ParquetSource {
         let object = Object::open(url)?;
         let (size, tail) = object.tail(FOOTER_PREFETCH)?;
         let tail_at = size - tail.len() as u64;
-        let mut fetched = Fetched::new(size);
+        let mut held = Vec::with_capacity(2);
         if let Some(len) = tail.len().checked_sub(8).and_then(|i| tail.get(i..i + 4)) {
             let footer = u64::from(u32::from_le_bytes([len[0], len[1], len[2], len[3]]));
             let start = size.saturating_sub(8 + footer);
             if start < tail_at {
                 let rest = object.ranges(std::slice::from_ref(&(start..tail_at)))?;
-                fetched.add(start, rest.into_iter().next().unwrap_or_default());
+                held.push((start, rest.into_iter().next().unwrap_or_default()));
             }
         }
-        fetched.add(tail_at, tail);
-        ParquetSource::with_footer(Origin::Remote(object), &Blob::Fetched(Arc::new(fetched)))
+        held.push((tail_at, tail));
+        let mut fetched = Fetched::new(size);
+        for (at, bytes) in &held {
+            fetched.add(*at, bytes.clone());
+        }
+        let file = Blob::Fetched(Arc::new(fetched));
+        let held = Held::keep(held);
+        ParquetSource::with_footer(Origin::Remote { object, held }, &file)
     }
 
     /// Reads the footer of `file`, which is at `origin`.
@@ -500,15 +566,22 @@ impl ParquetSource {
     }
 
     /// The bytes the reads of row group `unit`'s leaf columns `leaves`
-    /// need: the local file, or those column chunks fetched.
-    fn blob(&self, unit: usize, leaves: &[usize]) -> Result<Blob, ReadError> {
-        let object = match &self.origin {
+    /// need: the local file, or those column chunks fetched; of the leaves
+    /// in `levels_only` (read as shapes), only what a walk over their
+    /// levels reads (see [`ParquetSource::level_prefix`]).
+    fn blob(&self, unit: usize, leaves: &[usize], levels_only: &[usize]) -> Result<Blob, ReadError> {
+        let (object, held) = match &self.origin {
             Origin::Local(path) => return Ok(Blob::file(File::open(path)?)),
-            Origin::Remote(object) => object,
+            Origin::Remote { object, held } => (object, &held.parts),
         };
         let rg = self.meta.metadata().row_group(unit);
         let mut ranges = Vec::with_capacity(leaves.len() * 2);
+        let mut walked = Vec::new();
         for &leaf in leaves {
+            if levels_only.contains(&leaf) && rg.column(leaf).compressed_size() as u64 > LEVEL_WALK_MIN {
+                walked.extend(self.level_prefix(object, held, unit, leaf)?);
+                continue;
+            }
             let chunk = rg.column(leaf);
             let len = chunk.compressed_size();
             // Where this reader's page walk starts, and where the parquet
@@ -521,7 +594,192 @@ impl ParquetSource {
                 ranges.push(self.in_file(start, len)?);
             }
         }
-        self.fetch(object, ranges)
+        self.fetch(object, held, ranges, walked)
+    }
+
+    /// What a walk over the levels of row group `unit`'s leaf `leaf` reads,
+    /// fetched page by page: each page's header and, of a v2 data page, the
+    /// levels stored uncompressed in front of its values; the values are
+    /// not fetched. A v1 data page keeps its levels inside its compressed
+    /// body, so at the first one the rest of the chunk is fetched whole
+    /// (writers do not mix the versions in a chunk). With an OffsetIndex
+    /// the pages are probed at once ([`ParquetSource::indexed_levels`]);
+    /// without, one after another, each found from the header before it.
+    /// A header that does not hold together gets the rest of the chunk
+    /// fetched too, so that the walk reports it as a local read does.
+    fn level_prefix(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        unit: usize,
+        leaf: usize,
+    ) -> Result<Vec<(u64, Bytes)>, ReadError> {
+        use pages::LevelSpan;
+        let chunk = self.meta.metadata().row_group(unit).column(leaf);
+        let range = self.in_file(chunk_start(chunk), chunk.compressed_size())?;
+        if let Some(parts) = self.indexed_levels(object, held, chunk, &range)? {
+            return Ok(parts);
+        }
+        let mut parts = Vec::new();
+        // The last bytes fetched, which may hold the next page's start.
+        let mut have: Option<(u64, Bytes)> = None;
+        let (mut pos, mut probe) = (range.start, LEVEL_PROBE);
+        while pos < range.end {
+            let window = pos..pos.saturating_add(probe).min(range.end);
+            let bytes = match &have {
+                Some((at, b)) if *at <= pos && window.end <= at + b.len() as u64 => {
+                    b.slice((pos - at) as usize..(window.end - at) as usize)
+                }
+                _ => self.bytes_at(object, held, window.clone())?,
+            };
+            have = Some((pos, bytes.clone()));
+            match pages::level_span(&bytes, pos, range.end) {
+                LevelSpan::Short if window.end < range.end && probe < 16 << 20 => probe *= 4,
+                LevelSpan::Prefix { need, next } => {
+                    parts.push((pos, bytes));
+                    if need > window.end {
+                        parts.push((window.end, self.bytes_at(object, held, window.end..need)?));
+                    }
+                    (pos, probe) = (next, LEVEL_PROBE);
+                }
+                _ if window.end == range.end => {
+                    parts.push((pos, bytes));
+                    break;
+                }
+                _ => {
+                    parts.push((pos, self.bytes_at(object, held, pos..range.end)?));
+                    break;
+                }
+            }
+        }
+        Ok(parts)
+    }
+
+    /// [`ParquetSource::level_prefix`] over the pages the chunk's
+    /// OffsetIndex lists: the first data page probed, then (v2) every other
+    /// page start at once, then any levels longer than their probe; a v1
+    /// first page gets the chunk fetched whole. `None` (walk the headers)
+    /// without an index, or when the pages do not lie where it says.
+    fn indexed_levels(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        chunk: &parquet::file::metadata::ColumnChunkMetaData,
+        range: &Range<u64>,
+    ) -> Result<Option<Vec<(u64, Bytes)>>, ReadError> {
+        use pages::LevelSpan;
+        let (Some(at), Some(len)) = (chunk.offset_index_offset(), chunk.offset_index_length()) else {
+            return Ok(None);
+        };
+        let Ok(index) = self.in_file(at, i64::from(len)) else {
+            return Ok(None);
+        };
+        let index = self.bytes_at(object, held, index)?;
+        let Ok(index) = parquet::file::page_index::index_reader::decode_offset_index(&index) else {
+            return Ok(None);
+        };
+        // Page starts: a dictionary page's before the first data page.
+        let mut starts = Vec::with_capacity(index.page_locations().len() + 1);
+        for p in index.page_locations() {
+            match u64::try_from(p.offset) {
+                Ok(o) => starts.push(o),
+                Err(_) => return Ok(None),
+            }
+        }
+        let Some(&first) = starts.first() else {
+            return Ok(None);
+        };
+        let dictionary = range.start < first;
+        if dictionary {
+            starts.insert(0, range.start);
+        }
+        if starts[0] != range.start || !starts.windows(2).all(|w| w[0] < w[1]) || first >= range.end {
+            return Ok(None);
+        }
+        let ends: Vec<u64> = starts.iter().skip(1).copied().chain([range.end]).collect();
+        let probe = |i: usize| starts[i]..ends[i].min(starts[i] + LEVEL_PROBE);
+        // Whether page `i`'s probe shows a page where the index says, and
+        // the bytes its levels need past the probe.
+        let page = |i: usize, bytes: &Bytes| match pages::level_span(bytes, starts[i], range.end) {
+            LevelSpan::Prefix { need, next } if next == ends[i] => Some(need),
+            _ => None,
+        };
+        let first_at = usize::from(dictionary);
+        let first_bytes = self.bytes_at(object, held, probe(first_at))?;
+        let mut parts = Vec::with_capacity(starts.len() + 1);
+        let mut longer = Vec::new();
+        match page(first_at, &first_bytes) {
+            Some(need) => {
+                if need > probe(first_at).end {
+                    longer.push(probe(first_at).end..need);
+                }
+                parts.push((starts[first_at], first_bytes));
+            }
+            None if matches!(
+                pages::level_span(&first_bytes, starts[first_at], range.end),
+                LevelSpan::Whole
+            ) =>
+            {
+                return Ok(Some(vec![(range.start, self.bytes_at(object, held, range.clone())?)]));
+            }
+            None => return Ok(None),
+        }
+        let rest: Vec<usize> = (0..starts.len()).filter(|&i| i != first_at).collect();
+        let fetched = self.bytes_apart(object, held, rest.iter().map(|&i| probe(i)).collect())?;
+        for (&i, bytes) in rest.iter().zip(fetched) {
+            let Some(need) = page(i, &bytes) else {
+                return Ok(None);
+            };
+            if need > probe(i).end {
+                longer.push(probe(i).end..need);
+            }
+            parts.push((starts[i], bytes));
+        }
+        for (r, bytes) in longer.clone().into_iter().zip(self.bytes_apart(object, held, longer)?) {
+            parts.push((r.start, bytes));
+        }
+        Ok(Some(parts))
+    }
+
+    /// The bytes of each of `ranges`, one request each, all at once (those
+    /// inside the footer request's bytes taken from there).
+    fn bytes_apart(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        ranges: Vec<Range<u64>>,
+    ) -> Result<Vec<Bytes>, ReadError> {
+        let inside = |r: &Range<u64>| {
+            held.iter()
+                .find(|(at, b)| *at <= r.start && r.end <= at + b.len() as u64)
+                .map(|(at, b)| b.slice((r.start - at) as usize..(r.end - at) as usize))
+        };
+        let wanted: Vec<Range<u64>> = ranges.iter().filter(|r| inside(r).is_none()).cloned().collect();
+        let mut fetched = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            object.ranges_apart(&wanted)?
+        }
+        .into_iter();
+        Ok(ranges
+            .iter()
+            .map(|r| inside(r).unwrap_or_else(|| fetched.next().unwrap_or_default()))
+            .collect())
+    }
+
+    /// The bytes of `range`: from those the footer's request brought, or
+    /// one request.
+    fn bytes_at(&self, object: &Object, held: &[(u64, Bytes)], range: Range<u64>) -> Result<Bytes, ReadError> {
+        for (at, b) in held {
+            if *at <= range.start && range.end <= at + b.len() as u64 {
+                return Ok(b.slice((range.start - at) as usize..(range.end - at) as usize));
+            }
+        }
+        Ok(object
+            .ranges(std::slice::from_ref(&range))?
+            .into_iter()
+            .next()
+            .unwrap_or_default())
     }
 
     /// The bytes a dictionary proof of row group `unit`'s leaf `leaf` reads,
@@ -548,7 +806,7 @@ impl ParquetSource {
                 let end = range.end;
                 let blob = match &self.origin {
                     Origin::Local(path) => Blob::file(File::open(path).ok()?),
-                    Origin::Remote(object) => self.fetch(object, vec![range]).ok()?,
+                    Origin::Remote { object, held } => self.fetch(object, &held.parts, vec![range], Vec::new()).ok()?,
                 };
                 Some((blob, Some(end)))
             }
@@ -560,7 +818,7 @@ impl ParquetSource {
     fn chunk_blob(&self, unit: usize, leaf: usize) -> Option<Blob> {
         match &self.origin {
             Origin::Local(path) => File::open(path).ok().map(Blob::file),
-            Origin::Remote(_) => self.blob(unit, &[leaf]).ok(),
+            Origin::Remote { .. } => self.blob(unit, &[leaf], &[]).ok(),
         }
     }
 
@@ -577,15 +835,45 @@ impl ParquetSource {
         }
     }
 
-    /// Fetches `ranges` of the object as a [`Blob`].
-    fn fetch(&self, object: &Object, mut ranges: Vec<Range<u64>>) -> Result<Blob, ReadError> {
+    /// `ranges` of the object as a [`Blob`], with the bytes the footer's
+    /// request brought (`held`): what lies in them is not fetched again, so
+    /// a small object, which came whole with its footer, costs no more; and
+    /// with `more`, bytes fetched already.
+    fn fetch(
+        &self,
+        object: &Object,
+        held: &[(u64, Bytes)],
+        ranges: Vec<Range<u64>>,
+        more: Vec<(u64, Bytes)>,
+    ) -> Result<Blob, ReadError> {
+        // Where the held bytes start, running on to the object's end.
+        let mut covered = self.size;
+        for (at, b) in held.iter().rev() {
+            if at + b.len() as u64 >= covered {
+                covered = covered.min(*at);
+            }
+        }
+        let mut ranges: Vec<Range<u64>> = ranges
+            .into_iter()
+            .map(|r| r.start..r.end.min(covered))
+            .filter(|r| !r.is_empty())
+            .collect();
         ranges.sort_by_key(|r| (r.start, r.end));
         ranges.dedup();
-        ranges.retain(|r| !r.is_empty());
-        let parts = object.ranges(&ranges)?;
+        let parts = if ranges.is_empty() {
+            Vec::new()
+        } else {
+            object.ranges(&ranges)?
+        };
         let mut fetched = Fetched::new(self.size);
+        for (at, bytes) in held {
+            fetched.add(*at, bytes.clone());
+        }
         for (r, bytes) in ranges.iter().zip(parts) {
             fetched.add(r.start, bytes);
+        }
+        for (at, bytes) in more {
+            fetched.add(at, bytes);
         }
         Ok(Blob::Fetched(Arc::new(fetched)))
     }
@@ -618,7 +906,16 @@ impl ParquetSource {
         }
         // The bytes per unit: a local file handle (reads of different units
         // never share a file position), or the projected chunks fetched.
-        let file = self.blob(unit, &self.leaves(projection)).map_err(|e| e.at(at()))?;
+        // Of a column read as its shape, only the levels are fetched.
+        let levels_only: Vec<usize> = projection
+            .iter()
+            .zip(shapes)
+            .filter_map(|(&c, &s)| s.then(|| self.shape_leaf(unit, c)).flatten())
+            .map(|(leaf, _)| leaf)
+            .collect();
+        let file = self
+            .blob(unit, &self.leaves(projection), &levels_only)
+            .map_err(|e| e.at(at()))?;
         let mut readers: Vec<Option<ColumnReader<'_>>> = Vec::with_capacity(projection.len());
         for (&c, &s) in projection.iter().zip(shapes) {
             let reader = if let Some((leaf, element_def)) = s.then(|| self.shape_leaf(unit, c)).flatten() {

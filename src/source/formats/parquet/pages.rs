@@ -451,10 +451,13 @@ impl<'f> PageWalker<'f> {
             let left = (self.end - self.pos) as usize;
             let want = window.min(left);
             self.header.resize(want, 0);
-            self.file.read_exact_at(&mut self.header, self.pos)?;
+            // As far as the bytes run: a level walk over an object fetches
+            // each page's header and levels, not the values behind them.
+            let got = self.file.read_upto(&mut self.header, self.pos)?;
+            self.header.truncate(got);
             match parse_header(&self.header) {
                 Ok(found) => return Ok(found),
-                Err(Bad::Short) if want < left && window < MAX_HEADER => window *= 4,
+                Err(Bad::Short) if got == want && want < left && window < MAX_HEADER => window *= 4,
                 Err(Bad::Short) => {
                     return Err(ReadError::new(format!(
                         "page header at byte {} is cut off by the end of its column chunk",
@@ -560,6 +563,53 @@ impl<'f> PageWalker<'f> {
             def: &self.plain[def.0..def.1],
             def_encoding,
         })
+    }
+}
+
+/// What a walk over a page's levels needs of the page whose header starts
+/// at file offset `at` (see [`level_span`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LevelSpan {
+    /// `bytes` holds no whole header: fetch more.
+    Short,
+    /// The walk needs `at..need` (the header, and a v2 data page's levels);
+    /// the next page starts at `next`.
+    Prefix { need: u64, next: u64 },
+    /// A v1 data page: its levels are inside the compressed body, so the
+    /// whole page is needed (and, as writers do not mix versions, the rest
+    /// of the chunk).
+    Whole,
+    /// A header that does not hold together (the walk over the whole chunk
+    /// reports it as a local read does).
+    Bad,
+}
+
+/// What the level walk ([`PageWalker::next_page`]) reads of the page whose
+/// header is at the front of `bytes` (fetched from file offset `at`), in a
+/// column chunk ending at `end`.
+pub(super) fn level_span(bytes: &[u8], at: u64, end: u64) -> LevelSpan {
+    let (header, len) = match parse_header(bytes) {
+        Ok(found) => found,
+        Err(Bad::Short) => return LevelSpan::Short,
+        Err(Bad::Corrupt(_)) => return LevelSpan::Bad,
+    };
+    let body = at + len as u64;
+    let (Ok(compressed), true) = (u64::try_from(header.compressed), header.uncompressed >= 0) else {
+        return LevelSpan::Bad;
+    };
+    let Some(next) = body.checked_add(compressed).filter(|&n| n <= end) else {
+        return LevelSpan::Bad;
+    };
+    match header.kind {
+        Kind::DataV1 { .. } => LevelSpan::Whole,
+        Kind::DataV2 { rep_len, def_len, .. } => match (u64::try_from(rep_len), u64::try_from(def_len)) {
+            (Ok(r), Ok(d)) if r + d <= compressed => LevelSpan::Prefix {
+                need: body + r + d,
+                next,
+            },
+            _ => LevelSpan::Bad,
+        },
+        Kind::Dictionary { .. } | Kind::Other => LevelSpan::Prefix { need: body, next },
     }
 }
 
