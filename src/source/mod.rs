@@ -408,7 +408,7 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
 /// Opens a data file as a [`Source`] with what the schema says about it.
 pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
     if storage::remote::is_url(path) {
-        return open_remote(path);
+        return open_remote(path, hints);
     }
     // A FIFO, socket or device named like a data file would block or never
     // end; only regular files (or links to them) are read.
@@ -463,13 +463,29 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
 }
 
 /// Opens an object in storage: Parquet by byte range, CSV/TSV and JSON
-/// Lines read in order ([`storage::remote`]); the other formats are that
-/// file's error, in words.
-fn open_remote(url: &Path) -> Result<Box<dyn Source>, ReadError> {
-    match Format::from_path(url) {
+/// Lines read in order ([`storage::remote`]), images, COCO and YOLO files
+/// whole, WebDataset and TFRecord shards streamed ([`storage::Input`]); the
+/// other formats are that file's error, in words.
+fn open_remote(url: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
+    let yolo = hints.layout == Some(crate::schema::Layout::Yolo) && formats::yolo::is_label_name(url);
+    match if yolo {
+        Some(Format::Yolo)
+    } else {
+        Format::from_path(url)
+    } {
         Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open_remote(url)?)),
         Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(url)?)),
         Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(url)?)),
+        Some(Format::Image) => Ok(Box::new(formats::image::ImageSource::open(url, 0))),
+        Some(Format::Coco) => Ok(Box::new(formats::coco::CocoSource::open_with(url, &|c| {
+            hints.coco_mappings.iter().find(|(n, _)| n == c).map(|(_, m)| m.clone())
+        })?)),
+        Some(Format::Yolo) => {
+            let nc = hints.num_classes.iter().find(|(c, _)| c == formats::yolo::COLUMNS[0]);
+            Ok(Box::new(formats::yolo::YoloSource::open(url, nc.map(|(_, n)| *n))?))
+        }
+        Some(Format::WebDataset) => Ok(Box::new(formats::webdataset::WdsSource::open(url)?)),
+        Some(Format::TfRecord) => Ok(Box::new(formats::tfrecord::TfRecordSource::open(url)?)),
         _ => Err(ReadError::new(storage::remote::NOT_YET)),
     }
 }

@@ -18,6 +18,7 @@ mod precommit;
 mod property;
 mod references;
 mod remote;
+mod remote_vision;
 mod sample_data;
 mod schema_errors;
 mod tokens;
