@@ -291,3 +291,27 @@ shutil.copy("w/b.tar.gz", "bad/ok.tar.gz")
     assert_eq!(r["errors"][0]["file"], "s3://bkt/bad/cut.tfrecord");
     assert_eq!(hits(&r, "label", "class").0, 1);
 }
+
+/// `pair_with` over storage: masks under a prefix paired with the images
+/// of `../images` there (sizes from the images' headers, one ranged GET
+/// each; images without a mask named): the local report.
+#[test]
+fn masks_pair_with_images_in_storage_as_locally() {
+    let env = Env::new();
+    crate::pairing::write_pairs(&env);
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "data", "bkt", "data/");
+    let local = servers.check(&env, &["-s", "s.yaml", "data/masks", "--max-examples", "20"], 1);
+    servers.reset(servers.proxy);
+    let remote = servers.check(
+        &env,
+        &["-s", "s.yaml", "s3://bkt/data/masks", "--max-examples", "20"],
+        1,
+    );
+    assert_eq!(renamed(&remote, "s3://bkt/", ""), renamed(&local, "", ""));
+    let c = crate::util::check(&remote, "pixels", "pair_with");
+    assert!(c["violations"].as_u64().unwrap() >= 4, "{remote:#}");
+    // A paired image: one GET for its header (a small image, whole).
+    let log = servers.log(servers.proxy);
+    assert_eq!(gets(&log, "/bkt/data/images/a.jpg").len(), 1, "{log:?}");
+}
