@@ -5,7 +5,7 @@
     python benches/remote.py WORK_DIR
 
 Environment: PREFLIGHT_BIN (release binary), PEER_PY (the Python with
-polars/duckdb, default /work/main/.venv/bin/python), DUCKDB_PY (a Python
+polars/duckdb, default .venv/bin/python of the repository), DUCKDB_PY (a Python
 whose duckdb can load httpfs; default PEER_PY), TOKENS_SRC (tokens_bad.parquet
 of the shared benchmark, sliced into shards), SHARDS (per set, default 500),
 LABEL_ROWS (default 20000), TOKEN_ROWS (default 1000), REPS (default 3,
@@ -44,9 +44,9 @@ import pyarrow.parquet as pq
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = sys.argv[1]
 BIN = os.environ.get("PREFLIGHT_BIN", os.path.join(ROOT, "target/bench/release/preflight"))
-PEER_PY = os.environ.get("PEER_PY", "/work/main/.venv/bin/python")
+PEER_PY = os.environ.get("PEER_PY", os.path.join(ROOT, ".venv/bin/python"))
 DUCKDB_PY = os.environ.get("DUCKDB_PY", PEER_PY)
-TOKENS_SRC = os.environ.get("TOKENS_SRC", "/work/main/bench/data/tokens_bad.parquet")
+TOKENS_SRC = os.environ.get("TOKENS_SRC", os.path.join(ROOT, "bench/data/tokens_bad.parquet"))
 SCHEMAS = os.environ.get("SCHEMAS", os.path.join(ROOT, "..", "shared", "bench", "schemas"))
 SHARDS = int(os.environ.get("SHARDS", 500))
 LABEL_ROWS = int(os.environ.get("LABEL_ROWS", 20000))

@@ -40,6 +40,7 @@ use crate::report::{ErrorEntry, Spot, Tally, Value};
 use crate::schema::PairSpec;
 use crate::source::formats::image::header;
 use crate::source::layouts::discover::DataFile;
+use crate::source::storage::remote;
 
 /// Extensions (lower case) of the files an image folder's images are.
 const IMAGE_EXTENSIONS: [&str; 9] = ["png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp", "gif", "jpe"];
@@ -74,7 +75,7 @@ pub struct Pairing {
 /// [`crate::scan::WorkUnit`]s checked apart from their run.
 pub fn root_of(file: &Path, args: &[PathBuf]) -> Option<PathBuf> {
     args.iter()
-        .filter(|d| file.starts_with(d) && d.is_dir())
+        .filter(|d| file.starts_with(d) && is_folder(d))
         .max_by_key(|d| d.as_os_str().len())
         .cloned()
 }
@@ -112,7 +113,7 @@ impl Pairing {
             column,
             ..Pairing::default()
         };
-        let dirs: Vec<PathBuf> = args.iter().filter(|a| a.is_dir()).cloned().collect();
+        let dirs: Vec<PathBuf> = args.iter().filter(|a| is_folder(a)).cloned().collect();
         let mut folders: Vec<Folder> = Vec::new();
         let mut masks: Vec<Mask> = Vec::new();
         for f in files.iter().filter(|f| f.label.is_none()) {
@@ -128,6 +129,12 @@ impl Pairing {
                 continue;
             };
             let path = root.join(&spec.dir);
+            // A URL's `..` is taken out before it is listed.
+            let path = if remote::is_url(&path) {
+                PathBuf::from(shown(&path))
+            } else {
+                path
+            };
             let folder = match folders.iter().position(|d| d.path == path) {
                 Some(i) => {
                     folders[i].whole |= whole;
@@ -318,6 +325,16 @@ pub(crate) fn check_mask(
     }
 }
 
+/// Whether a PATH argument is a folder searched for masks: a directory, or
+/// a URL that is not a glob and names no data file (a prefix, listed).
+fn is_folder(p: &Path) -> bool {
+    if remote::is_url(p) {
+        let s = p.to_string_lossy();
+        return !s.contains(['*', '?', '[']) && crate::source::Format::from_path(p).is_none();
+    }
+    p.is_dir()
+}
+
 fn has_image_extension(p: &Path) -> bool {
     p.extension()
         .and_then(|e| e.to_str())
@@ -343,6 +360,13 @@ fn key_of(rel: &Path, suffix: &str) -> Option<String> {
 /// A path as reports show it: `..` taken out lexically (`masks/../images`
 /// is `images`).
 fn shown(p: &Path) -> String {
+    // A URL keeps its `scheme://`; the rest is a path.
+    if remote::is_url(p) {
+        let s = p.to_string_lossy();
+        if let Some(i) = s.find("://") {
+            return format!("{}{}", &s[..i + 3], shown(Path::new(&s[i + 3..])));
+        }
+    }
     let mut out: Vec<Component> = Vec::new();
     for c in p.components() {
         match c {
@@ -371,6 +395,9 @@ type Listing = HashMap<String, Vec<(PathBuf, String)>>;
 
 /// The images of a folder by key, each key's images sorted by name.
 fn list_images(d: &Folder, spec: &PairSpec) -> Result<Listing, String> {
+    if remote::is_url(&d.path) {
+        return list_objects(d, spec);
+    }
     if !d.path.is_dir() {
         return Err(format!(
             "no folder {} (pair_with `{}` from the mask folder {})",
@@ -396,6 +423,35 @@ fn list_images(d: &Folder, spec: &PairSpec) -> Result<Listing, String> {
         };
         let name = join_shown(&d.shown, &rel.to_string_lossy());
         out.entry(key).or_default().push((entry.path().to_path_buf(), name));
+    }
+    Ok(out)
+}
+
+/// [`list_images`] for a folder in storage: one listing of the prefix
+/// (hidden keys skipped, as the local walk skips them).
+fn list_objects(d: &Folder, spec: &PairSpec) -> Result<Listing, String> {
+    let prefix = format!("{}/", d.path.to_string_lossy().trim_end_matches('/'));
+    let objects = remote::list(&prefix)?;
+    if objects.is_empty() {
+        return Err(format!(
+            "no folder {} (pair_with `{}` from the mask folder {})",
+            d.shown, spec.dir, d.mask_shown
+        ));
+    }
+    let mut out: Listing = HashMap::new();
+    for (url, _) in objects {
+        let Some(rel) = url.strip_prefix(&prefix) else { continue };
+        if !has_image_extension(Path::new(rel)) {
+            continue;
+        }
+        let Some(key) = key_of(Path::new(rel), &spec.image_suffix) else {
+            continue;
+        };
+        let name = join_shown(&d.shown, rel);
+        out.entry(key).or_default().push((PathBuf::from(&url), name));
+    }
+    for images in out.values_mut() {
+        images.sort_by(|a, b| a.1.cmp(&b.1));
     }
     Ok(out)
 }

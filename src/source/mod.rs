@@ -408,28 +408,40 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
 }
 
 /// Opens a data file as a [`Source`] with what the schema says about it.
+///
+/// A local file or an object in storage (a URL) is opened by the same
+/// reader, which reaches its bytes through [`storage::Input`] (Parquet
+/// through its own range plan, [`storage::Blob`]). An object's format is its
+/// name's: content is not sniffed, which would cost a request per object a
+/// listing finds.
 pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
-    if storage::remote::is_url(path) {
-        return open_remote(path, hints);
-    }
-    // A FIFO, socket or device named like a data file would block or never
-    // end; only regular files (or links to them) are read.
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        let what = if meta.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file"
-        };
-        return Err(ReadError::new(format!("{what}: preflight reads regular files only")));
-    }
+    let remote = storage::remote::is_url(path);
+    let len = if remote {
+        storage::remote::listed_size(path).unwrap_or(0)
+    } else {
+        // A FIFO, socket or device named like a data file would block or
+        // never end; only regular files (or links to them) are read.
+        let meta = std::fs::metadata(path)?;
+        if !meta.is_file() {
+            let what = if meta.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            };
+            return Err(ReadError::new(format!("{what}: preflight reads regular files only")));
+        }
+        meta.len()
+    };
     let yolo = hints.layout == Some(crate::schema::Layout::Yolo) && formats::yolo::is_label_name(path);
     let format = if yolo {
         Some(Format::Yolo)
+    } else if remote {
+        Format::from_path(path)
     } else {
         Format::from_path(path).or_else(|| Format::from_content(path))
     };
     match format {
+        Some(Format::Parquet) if remote => Ok(Box::new(formats::parquet::ParquetSource::open_remote(path)?)),
         Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open(path)?)),
         Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(path)?)),
         Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(path)?)),
@@ -447,7 +459,7 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             hints.dtype(formats::tokenbin::TOKENS),
             hints.eod(formats::tokenbin::TOKENS),
         ),
-        Some(Format::Image) => Ok(Box::new(formats::image::ImageSource::open(path, meta.len()))),
+        Some(Format::Image) => Ok(Box::new(formats::image::ImageSource::open(path, len))),
         Some(Format::Coco) => Ok(Box::new(formats::coco::CocoSource::open_with(path, &|c| {
             hints.coco_mappings.iter().find(|(n, _)| n == c).map(|(_, m)| m.clone())
         })?)),
@@ -461,34 +473,6 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),
         None => Err(ReadError::new("not a file of a known format")),
-    }
-}
-
-/// Opens an object in storage: Parquet by byte range, CSV/TSV and JSON
-/// Lines read in order ([`storage::remote`]), the formats read through
-/// [`storage::Input`] as a local file is; the other formats are that
-/// file's error, in words. A URL's format is its name's: content is not
-/// sniffed (a request per object a listing finds).
-fn open_remote(url: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
-    match Format::from_path(url) {
-        Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open_remote(url)?)),
-        Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(url)?)),
-        Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(url)?)),
-        Some(Format::Ipc) => Ok(Box::new(formats::ipc::IpcSource::open(url)?)),
-        Some(Format::Npy) => Ok(Box::new(formats::npy::NpySource::open(url)?)),
-        Some(Format::Npz) => Ok(Box::new(formats::npy::NpzSource::open(url)?)),
-        Some(Format::Mds) => Ok(Box::new(formats::mds::MdsSource::open_with(url, &|c| {
-            hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
-        })?)),
-        Some(Format::LitData) => Ok(Box::new(formats::litdata::LitDataSource::open_with(url, &|c| {
-            hints.dtype(c).and_then(formats::shardcol::Elem::from_name)
-        })?)),
-        Some(Format::TokenBin) => formats::tokenbin::open(
-            url,
-            hints.dtype(formats::tokenbin::TOKENS),
-            hints.eod(formats::tokenbin::TOKENS),
-        ),
-        _ => Err(ReadError::new(storage::remote::NOT_YET)),
     }
 }
 

@@ -19,6 +19,7 @@ mod property;
 mod references;
 mod remote;
 mod remote_tokens;
+mod remote_vision;
 mod sample_data;
 mod schema_errors;
 mod tokens;

@@ -10,7 +10,7 @@ use crate::util::{Env, check};
 /// mismatch, two images of one name, a mask without an image, images
 /// without a mask (nested, odd case and extensions); Pillow's sizes of the
 /// images go to sizes.json.
-fn write_pairs(env: &Env) {
+pub(crate) fn write_pairs(env: &Env) {
     env.python(
         r#"
 from PIL import Image

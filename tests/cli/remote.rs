@@ -313,7 +313,7 @@ fn faults_are_retried_or_reported_by_url() {
 }
 
 #[test]
-fn no_credentials_fail_fast_and_other_formats_are_refused() {
+fn no_credentials_fail_fast_and_a_broken_object_fails_by_url() {
     let env = Env::new();
     env.write("s.yaml", SCHEMA);
     // No network here: the instance-metadata lookup must not stall.
@@ -478,9 +478,9 @@ fn hugging_face_datasets_are_listed_across_pages_and_read_by_range() {
 /// CSV/TSV (plain, gzip, one larger than a read block) and JSON Lines
 /// (plain, zstd), with planted violations: the same report from S3 as from
 /// the disk, read in order by ranged requests (two read blocks for the
-/// large file); the other formats are each that file's error, naming the URL.
+/// large file); NumPy and Arrow IPC objects beside them are checked too.
 #[test]
-fn text_formats_from_s3_report_as_local_and_others_fail_by_url() {
+fn text_formats_from_s3_report_as_local_beside_other_formats() {
     let env = Env::new();
     env.write(
         "s.yaml",

@@ -41,6 +41,17 @@ pub const CATEGORY_ID: &str = "category_id";
 /// Bytes looked at to decide whether a `.json` found in a search is COCO.
 const SNIFF_BYTES: usize = 64 << 10;
 
+/// The whole file: read (a local file), or one request (an object in
+/// storage, which is then held in memory while it is parsed, as a local
+/// file is; read again by the reading pass rather than kept between them).
+fn whole_file(path: &Path) -> Result<bytes::Bytes, ReadError> {
+    if crate::source::storage::remote::is_url(path) {
+        crate::source::storage::Input::open(path)?.all()
+    } else {
+        Ok(std::fs::read(path)?.into())
+    }
+}
+
 /// Whether a `.json` file found in a directory search is a COCO file: its
 /// first bytes open an object and name one of the COCO keys, and its
 /// top-level keys (values skipped) include all three, or it does not parse
@@ -157,7 +168,7 @@ struct Outline {
 impl CocoSource {
     /// Opens a COCO file; `mapping(column)` is the schema's `coco_mapping`.
     pub fn open_with(path: &Path, mapping: &dyn Fn(&str) -> Option<CocoMapping>) -> Result<Self, ReadError> {
-        let bytes = std::fs::read(path)?;
+        let bytes = whole_file(path)?;
         let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
         let mut outline = Outline::default();
         let mut de = serde_json::Deserializer::from_slice(body);
@@ -443,7 +454,7 @@ impl Source for CocoSource {
             .iter()
             .map(|n| self.mappings.iter().find(|(c, _)| c == n).map(|(_, m)| m))
             .collect();
-        let bytes = std::fs::read(&self.path)?;
+        let bytes = whole_file(&self.path)?;
         let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
         let mut pass = ReadPass {
             names: &names,

@@ -78,12 +78,23 @@ fn parse(token: &str) -> Option<f32> {
 impl YoloSource {
     /// Reads and parses a label file; `nc` is the dataset's class count.
     pub fn open(path: &Path, nc: Option<i128>) -> Result<Self, ReadError> {
-        let len = std::fs::metadata(path)?.len();
-        if len > MAX_LABEL_BYTES {
-            return Err(ReadError::new(format!(
+        let too_big = |len: u64| {
+            ReadError::new(format!(
                 "a YOLO label file of {len} bytes (more than {} MiB): not a label file",
                 MAX_LABEL_BYTES >> 20
-            )));
+            ))
+        };
+        if crate::source::storage::remote::is_url(path) {
+            // An object: one request for all of it.
+            let input = crate::source::storage::Input::open(path)?;
+            if input.size() > MAX_LABEL_BYTES {
+                return Err(too_big(input.size()));
+            }
+            return Self::parse(&input.all()?, nc);
+        }
+        let len = std::fs::metadata(path)?.len();
+        if len > MAX_LABEL_BYTES {
+            return Err(too_big(len));
         }
         let bytes = std::fs::read(path)?;
         Self::parse(&bytes, nc)

@@ -263,11 +263,12 @@ impl Found<'_> {
     /// Whether a listing keeps an object, as a local search would keep the
     /// file: by its name alone (token `.bin` files for a `tokens` column,
     /// images for a `pixels` column; COCO `.json` files, known by content,
-    /// are not picked up). An object of a format not read from storage yet
-    /// is kept, to be reported as that file's error.
+    /// are not picked up; with `layout: yolo`, `.txt` label files only). An
+    /// object of a format not read from storage yet is kept, to be reported
+    /// as that file's error.
     fn remote_searched(&self, url: &Path) -> bool {
         if self.yolo {
-            return false;
+            return super::super::formats::yolo::is_label_name(url);
         }
         match Format::from_path(url) {
             None | Some(Format::Coco) => false,
@@ -360,7 +361,10 @@ fn image_folders(args: &[PathBuf]) -> Discovered {
     for arg in args {
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        if arg.is_dir() {
+        if crate::source::storage::remote::is_url(arg) && !is_glob {
+            // A prefix in storage, its listing read as a tree.
+            roots.push((arg.clone(), shown));
+        } else if arg.is_dir() {
             roots.push((arg.clone(), shown));
         } else if is_glob && !arg.exists() {
             let before = roots.len();

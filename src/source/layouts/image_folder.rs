@@ -142,6 +142,79 @@ pub fn list(root: &Path, shown: &str) -> Listing {
     out
 }
 
+/// Lists the image folder at a URL (a prefix in storage) as [`list`] lists
+/// a directory: storage has no folders, so a class folder is the first
+/// `/`-separated part of the keys below the prefix that have more parts
+/// (hidden ones included, as `os.scandir` includes them), and its images
+/// are the keys below it with an image name. A folder that holds no object
+/// does not exist in storage, so an empty class folder, which locally is an
+/// error, is not there to be found.
+pub fn list_remote(url: &str, shown: &str) -> Listing {
+    let mut out = Listing {
+        root: shown.to_string(),
+        ..Listing::default()
+    };
+    let objects = match crate::source::storage::remote::list_with_hidden(url) {
+        Ok(o) => o,
+        Err(message) => {
+            out.errors.push(Error::Discover {
+                path: shown.into(),
+                message: format!("cannot list the image folder: {message}"),
+            });
+            return out;
+        }
+    };
+    let prefix = format!("{}/", url.trim_end_matches('/'));
+    // (class, image URL) of every key below a class folder.
+    let mut below: Vec<(&str, &str)> = Vec::new();
+    let mut loose = 0usize;
+    for (u, _) in &objects {
+        let Some(rel) = u.strip_prefix(&prefix) else { continue };
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        match rel.split_once('/') {
+            Some((class, _)) => below.push((class, if is_image_name(name.as_ref()) { u } else { "" })),
+            None if is_image_name(name.as_ref()) => loose += 1,
+            None => {}
+        }
+    }
+    let mut classes: Vec<&str> = below.iter().map(|(c, _)| *c).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    out.classes = classes.iter().map(|c| c.to_string()).collect();
+    if out.classes.is_empty() {
+        out.errors.push(Error::Discover {
+            path: shown.into(),
+            message: "no class folders: torchvision's ImageFolder raises FileNotFoundError (\"Couldn't find any class folder\")".into(),
+        });
+        return out;
+    }
+    for (i, class) in classes.iter().enumerate() {
+        let label = FolderLabel {
+            index: i as i64,
+            class: Arc::from(*class),
+        };
+        let before = out.files.len();
+        for (_, u) in below.iter().filter(|(c, u)| c == class && !u.is_empty()) {
+            out.files.push(DataFile {
+                display: u.to_string(),
+                path: PathBuf::from(u),
+                label: Some(label.clone()),
+            });
+        }
+        if out.files.len() == before {
+            out.errors.push(Error::Discover {
+                path: Path::new(shown).join(class).to_string_lossy().into_owned(),
+                message: format!(
+                    "class folder without images (extensions {}): torchvision's ImageFolder raises FileNotFoundError (\"Found no valid file for the classes {class}\") unless allow_empty=True",
+                    IMG_EXTENSIONS.join(", ")
+                ),
+            });
+        }
+    }
+    out.notes = tree_notes(&out.classes, loose);
+    out
+}
+
 /// The images below one class folder, each labelled with its class.
 fn walk_class(dir: &Path, label: FolderLabel) -> (Vec<DataFile>, Vec<Error>) {
     let mut files = Vec::new();
@@ -407,7 +480,13 @@ pub fn scan_rows(validator: &Validator, files: &[DataFile], progress: &crate::pr
 /// The listing of every root a run names, with the split comparison:
 /// (files, errors, notes as (root, message)).
 pub fn list_roots(roots: &[(PathBuf, String)]) -> (Vec<DataFile>, Vec<Error>, Vec<(String, String)>) {
-    let listings: Vec<Listing> = roots.iter().map(|(p, shown)| list(p, shown)).collect();
+    let listings: Vec<Listing> = roots
+        .iter()
+        .map(|(p, shown)| match p.to_str() {
+            Some(url) if crate::source::storage::remote::is_url(p) => list_remote(url, shown),
+            _ => list(p, shown),
+        })
+        .collect();
     let mut notes = compare_splits(&listings);
     let mut files = Vec::new();
     let mut errors = Vec::new();

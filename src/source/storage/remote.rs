@@ -39,10 +39,6 @@ use crate::source::ReadError;
 /// cheaper to transfer than another round trip).
 const COALESCE: u64 = 1024 * 1024;
 
-/// Why an object of another format is not checked.
-pub const NOT_YET: &str = "only Parquet, CSV/TSV and JSON Lines are read from object storage so far: \
-                           copy this file to a local disk (or mount the bucket) to check it";
-
 /// The URL schemes read from storage.
 const SCHEMES: [&str; 8] = [
     "s3://", "s3a://", "gs://", "az://", "abfs://", "https://", "http://", "hf://",
@@ -380,6 +376,16 @@ pub fn listed_size(url: &Path) -> Option<u64> {
 /// object. Sorted URLs with their sizes; an empty list when nothing is
 /// there (the caller says so).
 pub fn list(url: &str) -> Result<Vec<(String, u64)>, String> {
+    list_keys(url, false)
+}
+
+/// [`list`] with hidden entries kept (torchvision's `ImageFolder` counts a
+/// hidden class folder as a class).
+pub fn list_with_hidden(url: &str) -> Result<Vec<(String, u64)>, String> {
+    list_keys(url, true)
+}
+
+fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
     let (root, key) = split(url).ok_or_else(|| format!("not a URL: {url}"))?;
     let store = store(root)?;
     let glob_at = key.find(['*', '?', '[']);
@@ -422,7 +428,7 @@ pub fn list(url: &str) -> Result<Vec<(String, u64)>, String> {
             }
         }
         // Hidden entries are skipped, as a local search skips them.
-        if k.split('/').any(|s| s.starts_with('.')) {
+        if !hidden && k.split('/').any(|s| s.starts_with('.')) {
             continue;
         }
         found.push((format!("{root}/{k}"), size));

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use arrow::array::{BinaryArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
 
+use crate::source::storage::{Input, remote};
 use crate::source::{Batch, ReadError, Source};
 
 /// The column of an image file.
@@ -269,9 +270,23 @@ impl Source for ImageSource {
                 self.len
             )));
         }
-        let f = std::fs::File::open(&self.path)?;
-        let mut bytes = Vec::with_capacity(self.len as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_FILE_BYTES), &mut bytes)?;
+        let bytes: bytes::Bytes = if remote::is_url(&self.path) {
+            // An object: one request for all of it (its size is known from
+            // the listing, or learnt by one more).
+            let input = Input::open(&self.path)?;
+            if input.size() > MAX_FILE_BYTES {
+                return Err(ReadError::new(format!(
+                    "{} bytes: larger than the {MAX_FILE_BYTES} bytes an image file may have",
+                    input.size()
+                )));
+            }
+            input.all()?
+        } else {
+            let f = std::fs::File::open(&self.path)?;
+            let mut bytes = Vec::with_capacity(self.len as usize);
+            std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_FILE_BYTES), &mut bytes)?;
+            bytes.into()
+        };
         let kind = Kind::sniff(&bytes[..bytes.len().min(12)])
             .ok_or_else(|| ReadError::new("not an image preflight reads (PNG, TIFF, BMP, JPEG or WebP): bad magic"))?;
         let at = KINDS.iter().position(|&k| k == kind).unwrap_or(0);
@@ -281,7 +296,7 @@ impl Source for ImageSource {
                 .into_iter()
                 .collect::<std::collections::HashMap<String, String>>(),
         );
-        let array = Arc::new(BinaryArray::from_vec(vec![bytes.as_slice()]));
+        let array = Arc::new(BinaryArray::from_vec(vec![&bytes[..]]));
         let fields: Vec<Field> = projection.iter().map(|_| field.clone()).collect();
         let columns = projection.iter().map(|_| array.clone() as _).collect();
         let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;

@@ -38,6 +38,7 @@ use prost::Message;
 
 use self::framing::{MapRecords, StreamRecords};
 use self::proto::{EntryRaw, ExampleRaw, Feature, FeatureKind, Kind, KindOnly, SequenceProbe};
+use crate::source::storage::Input;
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// An uncompressed file is split into units of about this many bytes.
@@ -88,7 +89,10 @@ impl AsRef<[u8]> for MapOwner {
 /// A TFRecord file, listed and ready to read.
 pub struct TfRecordSource {
     path: PathBuf,
+    gzip: bool,
     map: Option<(Arc<Mmap>, Bytes)>,
+    /// An uncompressed object in storage, its units read by range.
+    object: Option<Input>,
     columns: Vec<String>,
     kinds: Vec<Option<(FKind, u64)>>,
     units: Vec<Unit>,
@@ -216,22 +220,66 @@ impl TfRecordSource {
             kinds: Vec::new(),
         };
         let mut units = Vec::new();
-        let map = if gzip {
+        let remote = storage::remote::is_url(path);
+        let mut object = None;
+        let map = if gzip || remote {
+            // Listed in order as it streams; an uncompressed object is then
+            // split into units at record starts (as a local file is), each
+            // read by one ranged request.
+            let input = Input::open(path)?;
+            let size = input.size();
             let mut records = StreamRecords {
-                reader: stream(path)?,
+                reader: stream(path, gzip)?,
                 record: 0,
             };
-            while let Some(data) = records.next_record()? {
-                let r = records.record - 1;
+            let (mut offset, mut unit_start) = (0usize, 0usize);
+            units.push(Unit {
+                offset: 0,
+                first_row: 0,
+                rows: 0,
+            });
+            loop {
+                let r = records.record;
+                let data = match records.next_record() {
+                    Ok(Some(data)) => data,
+                    Ok(None) => break,
+                    Err(e) if r == 0 && !gzip && size >= 2 => {
+                        if input.bytes(0..2)?[..] == [0x1f, 0x8b] {
+                            return Err(ReadError::new(format!(
+                                "{}; the file is gzip-compressed: name it .gz",
+                                e.message
+                            )));
+                        }
+                        return Err(e);
+                    }
+                    Err(e) => return Err(e),
+                };
+                if !gzip && offset - unit_start >= unit_bytes {
+                    if let Some(u) = units.last_mut() {
+                        u.rows = r - u.first_row;
+                    }
+                    units.push(Unit {
+                        offset,
+                        first_row: r,
+                        rows: 0,
+                    });
+                    unit_start = offset;
+                }
+                offset += data.len() + 16;
                 lister
                     .record(data, r)
                     .map_err(|e| ReadError::new(e).at(format!("record {r}")))?;
             }
-            units.push(Unit {
-                offset: 0,
-                first_row: 0,
-                rows: records.record,
-            });
+            if let Some(u) = units.last_mut() {
+                u.rows = records.record - u.first_row;
+            }
+            if !gzip {
+                // As a local file: no record, no unit.
+                if records.record == 0 {
+                    units.clear();
+                }
+                object = Some(input);
+            }
             None
         } else {
             let file = File::open(path)?;
@@ -308,7 +356,9 @@ impl TfRecordSource {
         };
         Ok(TfRecordSource {
             path: path.to_path_buf(),
+            gzip,
             map,
+            object,
             columns: lister.columns,
             kinds: lister.kinds,
             units,
@@ -316,9 +366,38 @@ impl TfRecordSource {
     }
 }
 
-fn stream(path: &Path) -> Result<Box<dyn std::io::Read>, ReadError> {
-    let file = BufReader::with_capacity(256 << 10, File::open(path)?);
-    Ok(Box::new(flate2::read::MultiGzDecoder::new(file)))
+/// The file's records in order: a local file through a buffer, an object
+/// block by block ([`Input::reader`]); gunzipped when `gzip`.
+fn stream(path: &Path, gzip: bool) -> Result<Box<dyn std::io::Read>, ReadError> {
+    let raw: Box<dyn std::io::Read> = if storage::remote::is_url(path) {
+        Input::open(path)?.reader()?
+    } else {
+        Box::new(BufReader::with_capacity(256 << 10, File::open(path)?))
+    };
+    Ok(if gzip {
+        Box::new(flate2::read::MultiGzDecoder::new(raw))
+    } else {
+        raw
+    })
+}
+
+/// Reads `rows` records of `data` from byte `pos` (record `first_row`),
+/// both checksums checked.
+fn read_records(data: Bytes, pos: usize, first_row: u64, rows: u64, reader: &mut Reader) -> Result<(), ReadError> {
+    let mut records = MapRecords {
+        data,
+        pos,
+        record: first_row,
+        check_data: true,
+    };
+    for _ in 0..rows {
+        let r = records.record;
+        match records.next_record()? {
+            Some((_, data)) => reader.record(data, r)?,
+            None => break,
+        }
+    }
+    Ok(())
 }
 
 /// One projected feature being gathered: list offsets, row validity, values.
@@ -530,39 +609,22 @@ impl Source for TfRecordSource {
             first_row: u.first_row,
             sink,
         };
-        match &self.map {
-            Some((map, all)) => {
+        match (&self.map, &self.object) {
+            (Some((map, all)), _) => {
                 let end = self.units.get(unit + 1).map_or(map.len(), |n| n.offset);
                 storage::populate(map, u.offset, end - u.offset);
-                let mut records = MapRecords {
-                    data: all.clone(),
-                    pos: u.offset,
-                    record: u.first_row,
-                    check_data: true,
-                };
-                let mut res = Ok(());
-                for _ in 0..u.rows {
-                    let r = records.record;
-                    match records.next_record() {
-                        Ok(Some((_, data))) => {
-                            if let Err(e) = reader.record(data, r) {
-                                res = Err(e);
-                                break;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            res = Err(e);
-                            break;
-                        }
-                    }
-                }
+                let res = read_records(all.clone(), u.offset, u.first_row, u.rows, &mut reader);
                 storage::release(map, u.offset, end - u.offset);
                 res?;
             }
-            None => {
+            (None, Some(input)) => {
+                let end = self.units.get(unit + 1).map_or(input.size(), |n| n.offset as u64);
+                let data = input.bytes(u.offset as u64..end)?;
+                read_records(data, 0, u.first_row, u.rows, &mut reader)?;
+            }
+            (None, None) => {
                 let mut records = StreamRecords {
-                    reader: stream(&self.path)?,
+                    reader: stream(&self.path, self.gzip)?,
                     record: 0,
                 };
                 while let Some(data) = records.next_record()? {
@@ -597,7 +659,7 @@ pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool 
         Err(_) => true,
     };
     if name.ends_with(".gz") {
-        let Ok(reader) = stream(path) else { return true };
+        let Ok(reader) = stream(path, true) else { return true };
         let mut records = StreamRecords { reader, record: 0 };
         loop {
             match records.next_record() {

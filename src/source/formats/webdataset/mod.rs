@@ -49,7 +49,7 @@ use arrow::datatypes::{Field, Schema};
 
 use self::names::PyInt;
 use self::tarwalk::{Flow, Member};
-use crate::source::storage::PosReader;
+use crate::source::storage::{Input, PosReader, remote};
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 
 /// Largest member whose data is read (an image, a label): a header claiming
@@ -75,12 +75,19 @@ impl Compression {
     /// By content, as `tarfile.open(mode="r|*")` decides.
     fn sniff(path: &Path) -> Result<Compression, ReadError> {
         let mut head = [0u8; 6];
-        let mut f = File::open(path)?;
         let mut n = 0;
-        while n < head.len() {
-            match f.read(&mut head[n..])? {
-                0 => break,
-                k => n += k,
+        if remote::is_url(path) {
+            let input = Input::open(path)?;
+            let got = input.bytes(0..input.size().min(head.len() as u64))?;
+            n = got.len();
+            head[..n].copy_from_slice(&got);
+        } else {
+            let mut f = File::open(path)?;
+            while n < head.len() {
+                match f.read(&mut head[n..])? {
+                    0 => break,
+                    k => n += k,
+                }
             }
         }
         let head = &head[..n];
@@ -99,8 +106,14 @@ impl Compression {
         })
     }
 
+    /// The tar stream, decompressed: a local file through a buffer, an
+    /// object block by block ([`Input::reader`]).
     fn stream(self, path: &Path) -> Result<Box<dyn Read>, ReadError> {
-        let file = BufReader::with_capacity(256 << 10, File::open(path)?);
+        let file: Box<dyn std::io::BufRead> = if remote::is_url(path) {
+            Box::new(BufReader::with_capacity(256 << 10, Input::open(path)?.reader()?))
+        } else {
+            Box::new(BufReader::with_capacity(256 << 10, File::open(path)?))
+        };
         Ok(match self {
             Compression::None => Box::new(file),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(file)),
@@ -110,6 +123,43 @@ impl Compression {
                     .map_err(|e| ReadError::new(format!("not a zstd stream: {e}")))?,
             ),
         })
+    }
+}
+
+/// A stream that seeks forward by reading on, and past its end as a file
+/// does (later reads find the end): an object listed as it streams is then
+/// walked as a local file is, with the same verdicts on a cut-short shard.
+struct Forward<R> {
+    inner: R,
+    pos: u64,
+}
+
+impl<R: Read> Read for Forward<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Read> std::io::Seek for Forward<R> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(p) => Some(p),
+            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            std::io::SeekFrom::End(_) => None,
+        };
+        match target {
+            Some(t) if t >= self.pos => {
+                std::io::copy(&mut (&mut self.inner).take(t - self.pos), &mut std::io::sink())?;
+                self.pos = t;
+                Ok(t)
+            }
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a streamed shard seeks forward only",
+            )),
+        }
     }
 }
 
@@ -130,6 +180,8 @@ pub struct WdsSource {
     compression: Compression,
     /// The file's size, for an uncompressed shard (read by position).
     len: Option<u64>,
+    /// An uncompressed object in storage, its units read by range.
+    object: Option<Input>,
     columns: Vec<String>,
     units: Vec<Unit>,
     notes: Vec<String>,
@@ -394,7 +446,23 @@ impl WdsSource {
             unit_rows: 0,
             split: compression == Compression::None,
         };
-        let len = if compression == Compression::None {
+        let mut object = None;
+        let len = if compression == Compression::None && remote::is_url(path) {
+            // Listed as it streams (headers checked against the size as a
+            // local file's are); units are then read by range.
+            let input = Input::open(path)?;
+            let len = input.size();
+            let mut archive = tar::Archive::new(Forward {
+                inner: compression.stream(path)?,
+                pos: 0,
+            });
+            let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
+            tarwalk::walk(entries, Some(len), |mut m| {
+                list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
+            })?;
+            object = Some(input);
+            Some(len)
+        } else if compression == Compression::None {
             let file = File::open(path)?;
             let len = file.metadata()?.len();
             let mut archive = tar::Archive::new(PosReader::new(file, 0));
@@ -416,6 +484,7 @@ impl WdsSource {
             path: path.to_path_buf(),
             compression,
             len,
+            object,
             columns: grouper.columns,
             units: lister.units,
             notes: notes.into_messages(),
@@ -442,8 +511,18 @@ impl WdsSource {
             g.member(m, notes, r)?;
             Ok(Flow::Continue)
         }
-        match self.len {
-            Some(len) => {
+        match (self.len, &self.object) {
+            (Some(len), Some(input)) => {
+                // The unit's bytes, one ranged request, walked as a file.
+                let end = u.end.unwrap_or(len);
+                let data = input.bytes(u.offset..end)?;
+                let mut archive = tar::Archive::new(std::io::Cursor::new(data));
+                let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
+                tarwalk::walk(entries, Some(end - u.offset), |mut m| {
+                    step(stop, &mut m, &mut grouper, &mut notes, reader)
+                })?;
+            }
+            (Some(len), None) => {
                 // Only headers and the asked members' data are read (a shard
                 // is mostly images left unread).
                 let file = File::open(&self.path)?;
@@ -453,7 +532,7 @@ impl WdsSource {
                     step(stop, &mut m, &mut grouper, &mut notes, reader)
                 })?;
             }
-            None => {
+            (None, _) => {
                 let mut archive = tar::Archive::new(self.compression.stream(&self.path)?);
                 let entries = archive.entries().map_err(tarwalk::tar_error)?.raw(true);
                 tarwalk::walk(entries, None, |mut m| {
