@@ -225,11 +225,10 @@ fn random_images_of_every_mode_decode_as_pillow_reads_them() {
     }
 }
 
-#[test]
-fn planted_pixels_are_found_at_their_place_with_counts_and_hints() {
-    let env = Env::new();
-    env.python(
-        r#"
+/// Masks with pixels planted at known places (a 37x53 8-bit plane, a 3x5
+/// palette image, a clean one) and a text file, under `d/`: the remote
+/// tests check the same files from storage.
+pub(crate) const PLANTED: &str = r#"
 from PIL import Image
 os.makedirs("d", exist_ok=True)
 a = np.zeros((37, 53), np.uint8); a[:, 20:] = 3
@@ -239,8 +238,12 @@ b = np.full((3, 5), 20, np.uint8); b[2, 4] = 200
 im = Image.fromarray(b, "L").convert("P"); im.putpalette(list(range(256)) * 3); im.save("d/b.png")
 Image.fromarray(np.zeros((4, 4), np.uint8)).save("d/clean.png")
 open("d/notes.txt", "w").write("not a mask")
-"#,
-    );
+"#;
+
+#[test]
+fn planted_pixels_are_found_at_their_place_with_counts_and_hints() {
+    let env = Env::new();
+    env.python(PLANTED);
     env.write(
         "s.yaml",
         "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 21, ignore_index: 255}\n",
