@@ -9,7 +9,8 @@ polars/duckdb, default .venv/bin/python of the repository), DUCKDB_PY (a Python
 whose duckdb can load httpfs; default PEER_PY), TOKENS_SRC (tokens_bad.parquet
 of the shared benchmark, sliced into shards), SHARDS (per set, default 500),
 LABEL_ROWS (default 20000), TOKEN_ROWS (default 1000), REPS (default 3,
-median kept), SCHEMAS (../shared/bench/schemas).
+median kept), SCHEMAS (../shared/bench/schemas), SERVER (moto, default, or
+s3s: the timed runs and the floor against s3s-fs, S3S_FS its binary).
 
 Two sets of SHARDS objects each, 2 x 500 = 1,000 by default:
   labels/  the shared benchmark's labels shape (label int64, f0..f3 float32,
@@ -52,6 +53,8 @@ SHARDS = int(os.environ.get("SHARDS", 500))
 LABEL_ROWS = int(os.environ.get("LABEL_ROWS", 20000))
 TOKEN_ROWS = int(os.environ.get("TOKEN_ROWS", 1000))
 REPS = int(os.environ.get("REPS", 3))
+SERVER = os.environ.get("SERVER", "moto")
+S3S_FS = os.environ.get("S3S_FS", os.path.join(ROOT, "target/tools/bin/s3s-fs"))
 KEYS = dict(aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1")
 
 NUM_CLASSES, IGNORE, VOCAB, MAX_LEN = 1000, -100, 30522, 512
@@ -95,7 +98,8 @@ def make_shards():
 
 def upload(port):
     s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", **KEYS)
-    s3.create_bucket(Bucket="bench")
+    if "bench" not in [b["Name"] for b in s3.list_buckets().get("Buckets", [])]:
+        s3.create_bucket(Bucket="bench")
     jobs = [(os.path.join(WORK, d, n), f"{d}/{n}") for d in ("labels", "tokens")
             for n in sorted(os.listdir(os.path.join(WORK, d)))]
     with ThreadPoolExecutor(8) as ex:
@@ -243,18 +247,46 @@ def traffic(port, sizes, kind):
             "kib_per_file": round(per["bytes"] / files / 1024, 1)}
 
 
+def start_s3s():
+    """s3s-fs (an S3 server in Rust, on a directory) on a free port: the
+    fast server, where moto is bound at some 200 requests a second."""
+    import shutil
+    import socket
+    root = os.path.join(WORK, "s3s-root")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([S3S_FS, "--host", "127.0.0.1", "--port", str(port), "--access-key", "bench",
+                             "--secret-key", "bench", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return proc, port
+
+
 def main():
     make_shards()
     script = os.path.join(ROOT, "tests", "remote", "servers.py")
     servers = subprocess.Popen([sys.executable, script, WORK], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     ports = json.loads(servers.stdout.readline())
+    s3s = None
     try:
         sizes = upload(ports["moto"])
-        direct, proxied = f"http://127.0.0.1:{ports['moto']}", f"http://127.0.0.1:{ports['proxy']}"
+        timed = ports["moto"]
+        if SERVER == "s3s":
+            s3s, timed = start_s3s()
+            upload(timed)
+        direct, proxied = f"http://127.0.0.1:{timed}", f"http://127.0.0.1:{ports['proxy']}"
+        print(json.dumps({"server": SERVER}), flush=True)
         rows = []
         for kind in ("labels", "tokens"):
-            print(json.dumps({"set": kind, "server_floor_s": floor(ports["moto"], sizes, kind)}), flush=True)
+            print(json.dumps({"set": kind, "server_floor_s": floor(timed, sizes, kind)}), flush=True)
             data_mb = sum(v for k, v in sizes.items() if k.startswith(kind + "/")) / 2**20
             for tool in ("preflight", "duckdb", "polars"):
                 _, _, first = run(tool, kind, direct)
@@ -285,6 +317,8 @@ def main():
             if peers:
                 print(json.dumps({"set": kind, "faster_peer_over_preflight": round(min(peers) / pf, 2)}), flush=True)
     finally:
+        if s3s is not None:
+            s3s.kill()
         servers.stdin.close()
         servers.wait(timeout=30)
 

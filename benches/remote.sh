@@ -16,6 +16,11 @@
 # Python whose duckdb can: the script's setup below makes one from PyPI,
 # duckdb 1.5.5 with the extension's PyPI package `duckdb-extension-httpfs`
 # (loaded from the path it ships), when DUCKDB_PY is unset.
+# SERVER=s3s times the tools against s3s-fs (an S3 server in Rust over a
+# directory, installed below into target/tools) instead of moto, which
+# answers only some 200 requests a second; requests and bytes are still
+# counted through the proxy in front of moto (they do not depend on the
+# server).
 # SHARDS, LABEL_ROWS, TOKEN_ROWS, REPS, PEER_PY, TOKENS_SRC: see remote.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +35,10 @@ if [ -z "${DUCKDB_PY:-}" ]; then
         "$venv/bin/pip" install -q duckdb==1.5.5 duckdb-extension-httpfs==1.5.5
     fi
     export DUCKDB_PY="$venv/bin/python"
+fi
+if [ "${SERVER:-moto}" = s3s ] && [ ! -x target/tools/bin/s3s-fs ]; then
+    cargo install s3s-fs --version 0.14.1 --features binary --locked \
+        --root target/tools --target-dir target/tools-build
 fi
 mkdir -p "$work"
 "$py" benches/remote.py "$work"

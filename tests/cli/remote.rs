@@ -824,3 +824,75 @@ pq.write_table(t, 'v/p2i.parquet', data_page_version='2.0', use_dictionary=False
         }
     }
 }
+
+/// Listed objects larger than 256 KiB: their first request asks for a
+/// 64 KiB tail, which holds an ordinary footer (one GET). Shards whose
+/// footers pass 64 KiB (hundreds of row groups) cost a second request only
+/// while no footer has been read: the files opened after the first one ask
+/// for as much as the largest footer met, and cost one GET. Reports as local.
+#[test]
+fn listed_shards_learn_the_size_of_their_footers() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    env.python(
+        r#"
+rng = np.random.default_rng(5)
+def shard(path, n, rows_per_group):
+    pad = pa.array([rng.bytes(120) for _ in range(n)], pa.binary())
+    t = pa.table({'label': (np.arange(n) % 10).astype(np.int64), 'x': rng.random(n), 'pad': pad})
+    pq.write_table(t, path, row_group_size=rows_per_group, compression='none')
+os.makedirs('o', exist_ok=True)
+for i in range(3):
+    shard(f'o/part-{i}.parquet', 3000, 3000)
+os.makedirs('w', exist_ok=True)
+for i in range(40):
+    shard(f'w/part-{i:02d}.parquet', 3000, 10)
+"#,
+    );
+    let footer = |p: &str| {
+        let bytes = std::fs::read(env.path(p)).unwrap();
+        let at = bytes.len() - 8;
+        (
+            u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as u64,
+            bytes.len() as u64,
+        )
+    };
+    let (small, size) = footer("o/part-0.parquet");
+    assert!(small < 16 * 1024 && size > 256 * 1024, "{small} {size}");
+    let (large, size) = footer("w/part-00.parquet");
+    assert!(large > 64 * 1024 && size > 256 * 1024, "{large} {size}");
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "o", "bkt", "o/");
+    servers.upload(&env, "w", "bkt", "w/");
+    for set in ["o", "w"] {
+        let local = servers.check(&env, &["-s", "s.yaml", set], 0);
+        servers.reset(servers.proxy);
+        let remote = servers.check(&env, &["-s", "s.yaml", &format!("s3://bkt/{set}/")], 0);
+        assert_eq!(
+            renamed(&remote, &format!("s3://bkt/{set}/"), &format!("{set}/")),
+            renamed(&local, "", "")
+        );
+        let log = servers.log(servers.proxy);
+        let names: Vec<String> = std::fs::read_dir(env.path(set))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let mut twice = 0;
+        for name in &names {
+            let requests = for_key(&log, &format!("/bkt/{set}/{name}"));
+            assert!(requests.iter().all(|r| r["method"] == "GET"), "{requests:?}");
+            let first = range_len(requests[0]).expect("a bounded range");
+            match requests.len() {
+                1 if set == "o" => assert_eq!(first, 64 * 1024, "{requests:?}"),
+                1 => assert!(first >= large + 8 && first <= 2 * large, "{requests:?}"),
+                2 if set == "w" => {
+                    assert_eq!(first, 64 * 1024, "{requests:?}");
+                    twice += 1;
+                }
+                _ => panic!("{set}/{name}: {requests:?}"),
+            }
+        }
+        // At most the files opened at once before any footer was read.
+        assert!(twice <= 16, "{twice} of {} paid twice", names.len());
+    }
+}

@@ -632,6 +632,11 @@ impl Object {
         }
     }
 
+    /// The object's size when its listing gave it (no request).
+    pub fn listed_size(&self) -> Option<u64> {
+        self.size
+    }
+
     /// The last `n` bytes (all of a smaller object), with the object's
     /// size: one request, which pins the object's version.
     pub fn tail(&self, n: u64) -> Result<(u64, Bytes), ReadError> {

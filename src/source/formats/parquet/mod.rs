@@ -8,7 +8,7 @@
 //!
 //! A file in object storage is read through the same code over fetched
 //! byte ranges ([`Blob`]): the footer with one request for its tail
-//! ([`FOOTER_PREFETCH`]; a second only for a larger footer), then per row
+//! ([`footer_request`]; a second only for a larger footer), then per row
 //! group only the projected column chunks, coalesced. Statistics prove a
 //! row group from the footer alone; a dictionary proves one from its
 //! dictionary page alone when the footer's encoding statistics say every
@@ -37,6 +37,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
@@ -61,10 +62,40 @@ use values::{Plan, ValueReader};
 const LIST_BATCH_ROWS: usize = 1024;
 const SCALAR_BATCH_ROWS: usize = 8 * 1024;
 
-/// Bytes of an object's tail fetched with its first request: the footer
-/// of ordinary files (a few KiB per row group and column) fits, so their
-/// footer costs one request; a larger footer costs a second.
+/// Bytes of an object's tail fetched with its first request when its size
+/// is not known (a named object: the answer gives it) or is no larger than
+/// this (the object comes whole, and nothing after costs a request).
 pub const FOOTER_PREFETCH: u64 = 256 * 1024;
+
+/// The tail asked of a larger listed object: the footer of ordinary files
+/// (a few KiB per row group and column) fits, so their footer costs one
+/// request and a quarter of the bytes of [`FOOTER_PREFETCH`] (what a
+/// response's bytes cost on a real store: bandwidth, egress).
+const FOOTER_GUESS: u64 = 64 * 1024;
+
+/// The largest footer this process has met (with a margin), up to
+/// [`FOOTER_SEEN_MAX`]: later tails ask for that much. The shards of a
+/// dataset come from one writer and their footers are alike, so a dataset
+/// whose footers pass [`FOOTER_GUESS`] pays a second request on the files
+/// opened before the first footer was read, not on every file.
+static FOOTER_SEEN: AtomicU64 = AtomicU64::new(0);
+const FOOTER_SEEN_MAX: u64 = 1024 * 1024;
+
+/// The tail to ask of an object whose size is `listed`.
+fn footer_request(listed: Option<u64>) -> u64 {
+    match listed {
+        Some(size) if size > FOOTER_PREFETCH => FOOTER_GUESS.max(FOOTER_SEEN.load(Ordering::Relaxed)),
+        _ => FOOTER_PREFETCH,
+    }
+}
+
+/// Records a footer of `len` bytes (with its 8-byte trailer) for
+/// [`footer_request`]: an eighth more, so that the next shard's slightly
+/// longer footer fits too.
+fn footer_met(len: u64) {
+    let want = (len + 8).saturating_add(len / 8).next_multiple_of(4096);
+    FOOTER_SEEN.fetch_max(want.min(FOOTER_SEEN_MAX), Ordering::Relaxed);
+}
 
 /// A column chunk no larger than this is fetched whole even when only its
 /// levels are needed: its bytes cost less than the round trips of a walk
@@ -196,11 +227,14 @@ impl ParquetSource {
     /// for its tail, a second only when the footer is larger than that.
     pub fn open_remote(url: &Path) -> Result<ParquetSource, ReadError> {
         let object = Object::open(url)?;
-        let (size, tail) = object.tail(FOOTER_PREFETCH)?;
+        let (size, tail) = object.tail(footer_request(object.listed_size()))?;
         let tail_at = size - tail.len() as u64;
         let mut held = Vec::with_capacity(2);
         if let Some(len) = tail.len().checked_sub(8).and_then(|i| tail.get(i..i + 4)) {
             let footer = u64::from(u32::from_le_bytes([len[0], len[1], len[2], len[3]]));
+            if footer + 8 <= size {
+                footer_met(footer);
+            }
             let start = size.saturating_sub(8 + footer);
             if start < tail_at {
                 let rest = object.ranges(std::slice::from_ref(&(start..tail_at)))?;
