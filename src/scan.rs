@@ -46,6 +46,12 @@ struct Opened {
 /// units read at once (each unit's ranges are up to ten requests more).
 pub const REMOTE_THREADS: usize = 16;
 
+/// Parquet objects opened at once by a run over storage. Opening one is its
+/// footer's request or two, of bounded bytes, so more of them wait on the
+/// network together than units are read ([`REMOTE_THREADS`], which bounds
+/// the bytes of units in memory).
+pub const REMOTE_OPENS: usize = 64;
+
 /// Set by a Ctrl-C handler; units not yet started are skipped.
 pub static CANCELLED: AtomicBool = AtomicBool::new(false);
 
@@ -101,16 +107,31 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
     // not read: its one unit records the violation.
     let pairing = opts.pairing.as_deref();
     let orphan = |f: &DataFile| pairing.is_some_and(|p| p.orphan(&f.display));
-    let opened: Vec<(Option<Opened>, Vec<Error>)> = files
-        .par_iter()
-        .map(|f| {
-            if orphan(f) {
-                (None, Vec::new())
-            } else {
-                open(validator, f)
-            }
-        })
-        .collect();
+    let open_all = || -> Vec<(Option<Opened>, Vec<Error>)> {
+        files
+            .par_iter()
+            .map(|f| {
+                if orphan(f) {
+                    (None, Vec::new())
+                } else {
+                    open(validator, f)
+                }
+            })
+            .collect()
+    };
+    let footers_only = files.len() > REMOTE_THREADS
+        && files.iter().all(|f| {
+            f.label.is_none()
+                && source::storage::remote::is_url(&f.path)
+                && source::Format::from_path(&f.path) == Some(source::Format::Parquet)
+        });
+    let opened = match footers_only {
+        true => match rayon::ThreadPoolBuilder::new().num_threads(REMOTE_OPENS).build() {
+            Ok(wide) => wide.install(open_all),
+            Err(_) => open_all(),
+        },
+        false => open_all(),
+    };
     let mut opened = opened;
     let mut units: Vec<(usize, usize)> = Vec::new();
     for (fi, (o, errors)) in opened.iter_mut().enumerate() {
