@@ -540,3 +540,59 @@ assert vals[1]['label'] == float('inf') and vals[2]['score'] == float('-inf') an
     // The strings are data, whatever they look like.
     assert_eq!(hits(&r, "note", "values").0, 0);
 }
+
+/// `np.load(f)[name]` reads one member of an `.npz` and never looks at the
+/// others, so members the schema does not name may have any length (a flat
+/// `tokens` beside per-document `offsets`) or a dtype preflight refuses (an
+/// object array of metadata): the file is checked as NumPy reads it. Members
+/// the schema names must still share their length, the rows of one table.
+#[test]
+fn npz_members_the_schema_does_not_name_may_differ_in_length() {
+    let env = Env::new();
+    env.python(
+        r#"
+rng = np.random.default_rng(11)
+tokens = rng.integers(0, 1000, 5000).astype(np.uint16)
+tokens[[7, 4321, 4999]] = [1000, 65535, 1003]
+offsets = np.array([0, 1200, 3000, 5000], dtype=np.int64)
+meta = np.array([{'source': 'web'}], dtype=object)
+np.savez('stored.npz', tokens=tokens, offsets=offsets, meta=meta)
+np.savez_compressed('deflated.npz', tokens=tokens, offsets=offsets, meta=meta)
+want = {}
+for f in ['stored.npz', 'deflated.npz']:
+    t = np.load(f)['tokens']          # the real reader: allow_pickle=False, one member
+    want[f] = {'rows': int(t.shape[0]),
+               'bad': [[i, int(v)] for i, v in enumerate(t.tolist()) if v >= 1000]}
+json.dump(want, open('want.json', 'w'))
+"#,
+    );
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    env.write("s.yaml", "columns:\n  tokens: {kind: index, size: 1000}\n");
+    for f in ["stored.npz", "deflated.npz"] {
+        let r = env.check_json(&["-s", "s.yaml", f, "--max-examples", "100"], 1);
+        assert_eq!(r["rows"], want[f]["rows"], "{f}");
+        let got: Vec<serde_json::Value> = hits(&r, "tokens", "index")
+            .1
+            .iter()
+            .map(|(_, row, v)| json!([row, v]))
+            .collect();
+        assert_eq!(json!(got), want[f]["bad"], "{f}");
+        assert_eq!(hits(&r, "tokens", "index").0, 3, "{f}");
+    }
+    // Two named members of different lengths are not one table.
+    env.write(
+        "both.yaml",
+        "columns:\n  tokens: {kind: index, size: 1000}\n  offsets: {kind: range, min: 0, max: 5000}\n",
+    );
+    let r = env.check_json(&["-s", "both.yaml", "stored.npz"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "stored.npz");
+    let msg = errors[0]["message"].as_str().expect("message");
+    assert!(msg.contains("members differ in length along axis 0"), "{msg}");
+    // The object member itself, when named, is refused, never unpickled.
+    env.write("m.yaml", "columns:\n  meta: {kind: class, num_classes: 2}\n");
+    let r = env.check_json(&["-s", "m.yaml", "deflated.npz"], 2);
+    assert_eq!(r["errors"][0]["file"], "deflated.npz");
+}
