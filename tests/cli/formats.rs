@@ -596,3 +596,63 @@ json.dump(want, open('want.json', 'w'))
     let r = env.check_json(&["-s", "m.yaml", "deflated.npz"], 2);
     assert_eq!(r["errors"][0]["file"], "deflated.npz");
 }
+
+/// `np.load` accepts a header dict of exactly the keys `descr`,
+/// `fortran_order` and `shape` (in any order, any spacing, 16- or 64-byte
+/// padding) with `shape` a tuple; preflight reads what it reads and refuses
+/// what it refuses, decided here by `np.load` itself.
+#[test]
+fn npy_headers_are_as_strict_as_np_load() {
+    let env = Env::new();
+    env.python(
+        r#"
+headers = [
+    "{'descr': '<u2', 'fortran_order': False, 'shape': (4,), }",
+    "{'shape': (4,), 'fortran_order': False, 'descr': '<u2', }",
+    "{'descr':'<u2','fortran_order':False,'shape':(4,)}",
+    "{'descr': 'u2', 'fortran_order': False, 'shape': (4,), }",
+    "{'descr': '<u2', 'fortran_order': False, 'shape': [4], }",
+    "{'descr': '<u2', 'fortran_order': False, 'shape': (4,), 'extra': 1}",
+    "{'descr': '<u2', 'fortran_order': 0, 'shape': (4,), }",
+    "{'descr': '<u2', 'fortran_order': False, 'shape': (4,), 1: 2}",
+    "{'descr': '<u2', 'shape': (4,), }",
+]
+payload = np.array([1, 1000, 3, 2000], dtype='<u2').tobytes()
+want = {}
+for i, h in enumerate(headers):
+    h = h.encode('latin1')
+    pad = (16 - (10 + len(h) + 1) % 16) % 16     # numpy before 1.9 padded to 16 bytes
+    h = h + b' ' * pad + b'\n'
+    name = f'h{i}.npy'
+    open(name, 'wb').write(b'\x93NUMPY\x01\x00' + len(h).to_bytes(2, 'little') + h + payload)
+    try:
+        a = np.load(name)
+        want[name] = [[r, int(v)] for r, v in enumerate(a.tolist()) if v >= 1000]
+    except (ValueError, TypeError):
+        want[name] = None
+json.dump(want, open('want.json', 'w'))
+"#,
+    );
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    let want = want.as_object().expect("object");
+    assert_eq!(want.values().filter(|w| w.is_null()).count(), 5, "np.load refuses five");
+    for (name, bad) in want {
+        let stem = name.trim_end_matches(".npy");
+        env.write("s.yaml", &format!("columns:\n  {stem}: {{kind: index, size: 1000}}\n"));
+        if bad.is_null() {
+            let r = env.check_json(&["-s", "s.yaml", name], 2);
+            assert_eq!(r["errors"][0]["file"], name.as_str(), "{r:#}");
+            let msg = r["errors"][0]["message"].as_str().expect("message");
+            assert!(msg.contains("malformed .npy header"), "{name}: {msg}");
+        } else {
+            let r = env.check_json(&["-s", "s.yaml", name], 1);
+            let got: Vec<serde_json::Value> = hits(&r, stem, "index")
+                .1
+                .iter()
+                .map(|(_, row, v)| json!([row, v]))
+                .collect();
+            assert_eq!(&json!(got), bad, "{name}");
+        }
+    }
+}

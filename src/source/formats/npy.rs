@@ -354,15 +354,20 @@ fn read_header(r: &mut impl Read, avail: u64) -> Result<RawHeader, ReadError> {
     let mut fortran = None;
     let mut shape = None;
     for (k, v) in items {
-        let Lit::Str(k) = k else { continue };
+        let Lit::Str(k) = k else {
+            return Err(header_err(
+                "a key that is not a string (np.load accepts exactly 'descr', 'fortran_order' and 'shape')",
+            ));
+        };
         match k.as_str() {
             "descr" => descr = Some(v),
             "fortran_order" => match v {
                 Lit::Bool(b) => fortran = Some(b),
                 _ => return Err(header_err("'fortran_order' is not True or False")),
             },
+            // `np.load` requires a tuple (`shape is not valid: [3]`).
             "shape" => match v {
-                Lit::Tuple(dims) | Lit::List(dims) => {
+                Lit::Tuple(dims) => {
                     let dims = dims
                         .into_iter()
                         .map(|d| match d {
@@ -375,8 +380,14 @@ fn read_header(r: &mut impl Read, avail: u64) -> Result<RawHeader, ReadError> {
                 }
                 _ => return Err(header_err("'shape' is not a tuple")),
             },
-            // NumPy writes no other keys; ignore any a future version adds.
-            _ => {}
+            // `np.load` refuses a header with any other key ("Header does
+            // not contain the correct keys"), so a file with one is not an
+            // array its readers can load.
+            other => {
+                return Err(header_err(format!(
+                    "unexpected key {other:?} (np.load accepts exactly 'descr', 'fortran_order' and 'shape')"
+                )));
+            }
         }
     }
     match (descr, fortran, shape) {
@@ -1826,12 +1837,26 @@ for v in [(1, 0), (2, 0), (3, 0)]:
             column_values(&read_all(&src, &[0]), 0),
             ints([1, -2, i64::MAX as i128].into_iter())
         );
-        // Python 2 longs, double quotes, an unknown key, native order.
-        let header = "{\"descr\": \"=u2\", \"fortran_order\": False, \"shape\": (2L, 1L), 'x': None}";
+        // Python 2 longs, double quotes, native order.
+        let header = "{\"descr\": \"=u2\", \"fortran_order\": False, \"shape\": (2L, 1L)}";
         let path = dir.path().join("py2.npy");
         write_npy(&path, 1, header, &[1, 0, 0, 1]);
         let src = NpySource::open(&path).expect("py2");
         assert_eq!(column_values(&read_all(&src, &[0]), 0), ints([1, 256].into_iter()));
+        // np.load refuses a header with a key beside the three ("Header does
+        // not contain the correct keys") and a shape that is not a tuple.
+        for (name, header) in [
+            (
+                "key.npy",
+                "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), 'x': None}",
+            ),
+            ("list.npy", "{'descr': '<u2', 'fortran_order': False, 'shape': [2]}"),
+        ] {
+            let path = dir.path().join(name);
+            write_npy(&path, 1, header, &[1, 0, 0, 1]);
+            let e = NpySource::open(&path).err().expect(name);
+            assert!(e.message.contains("malformed .npy header"), "{name}: {e}");
+        }
     }
 
     #[test]
