@@ -82,6 +82,91 @@ dd.save_to_disk('dict')
     assert_eq!(hits(&r, "label", "class").0, 2);
 }
 
+/// `datasets` writes the cache files of `map`, `shuffle`, `select` beside
+/// the files of a dataset loaded with `load_from_disk` (`cache-*.arrow`;
+/// a shuffle's holds one `indices` column), and `load_from_disk` reads only
+/// the files `state.json` lists: a directory search reads exactly those,
+/// with a warning naming the folder for the cache files it skipped.
+#[test]
+fn save_to_disk_folders_are_read_as_load_from_disk_reads_them() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  input_ids: {kind: index, size: 100}\n");
+    env.python(
+        r#"
+import datasets
+rng = np.random.default_rng(3)
+ids = [rng.integers(0, 100, int(rng.integers(1, 9))).tolist() for _ in range(300)]
+ids[10][0] = 100; ids[299][-1] = 250
+datasets.Dataset.from_dict({'input_ids': ids}).save_to_disk('saved', num_shards=2)
+ds = datasets.load_from_disk('saved')
+ds.map(lambda e: {'input_ids': [x + 1000 for x in e['input_ids']]})   # cache-*.arrow in saved/
+ds.shuffle(seed=0)                                                      # cache-*.arrow: indices only
+ds.select([5, 3, 1])
+listed = [f['filename'] for f in json.load(open('saved/state.json'))['_data_files']]
+extra = sorted(f for f in os.listdir('saved') if f.endswith('.arrow') and f not in listed)
+assert len(extra) >= 2, extra
+# The real reader, file by file in state.json's order.
+loaded = datasets.load_from_disk('saved')
+bad, g = [], 0
+for f in listed:
+    for r in range(datasets.Dataset.from_file('saved/' + f).num_rows):
+        bad += [['saved/' + f, r, v] for v in loaded[g]['input_ids'] if v >= 100]
+        g += 1
+json.dump({'rows': len(loaded), 'bad': bad, 'extra': len(extra)}, open('want.json', 'w'))
+"#,
+    );
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    let r = env.check_json(&["-s", "s.yaml", "saved"], 1);
+    assert_eq!(r["rows"], want["rows"]);
+    assert_eq!(r["files"], 2);
+    let got: Vec<serde_json::Value> = hits(&r, "input_ids", "index")
+        .1
+        .iter()
+        .map(|(f, row, v)| json!([f, row, v]))
+        .collect();
+    assert_eq!(json!(got), want["bad"]);
+    let warned = r["warnings"].to_string();
+    assert!(
+        warned.contains(&format!(
+            "{} .arrow file(s) here that state.json does not list",
+            want["extra"]
+        )),
+        "{warned}"
+    );
+    // A cache file named on the command line is read as named.
+    let cache: Vec<String> = std::fs::read_dir(env.path("saved"))
+        .expect("dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("cache-"))
+        .collect();
+    assert!(!cache.is_empty());
+    for c in &cache {
+        let named = format!("saved/{c}");
+        let run = env.run(&["check", "--format", "json", "-s", "s.yaml", &named]);
+        let r = run.json();
+        assert_eq!(r["files"], 1, "{named}");
+        assert!(
+            r["rows"].as_u64().expect("rows") > 0 || run.code == 2,
+            "{named} read: {r:#}"
+        );
+    }
+    // A listed file that is missing is an error naming it; the other is checked.
+    std::fs::remove_file(env.path("saved/data-00000-of-00002.arrow")).expect("rm");
+    let r = env.check_json(&["-s", "s.yaml", "saved"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "saved/data-00000-of-00002.arrow");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("listed in state.json"),
+        "{errors:#?}"
+    );
+    assert_eq!(r["files"], 1);
+}
+
 #[test]
 fn numpy_npy_every_dtype_order_and_endianness() {
     let env = Env::new();

@@ -98,6 +98,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         files: Vec::new(),
         shards: Vec::new(),
         errors: Vec::new(),
+        saved: std::collections::BTreeMap::new(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
@@ -161,8 +162,26 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         mut files,
         shards,
         mut errors,
+        saved,
         ..
     } = found;
+    let notes = saved
+        .into_iter()
+        .filter_map(|(dir, s)| {
+            let s = s?;
+            (s.skipped > 0).then(|| {
+                (
+                    dir.to_string_lossy().into_owned(),
+                    format!(
+                        "{} .arrow file(s) here that state.json does not list were skipped (datasets cache \
+                         files such as cache-*.arrow from map/filter/shuffle/select, which load_from_disk \
+                         never reads); name one on the command line to check it",
+                        s.skipped
+                    ),
+                )
+            })
+        })
+        .collect();
     let kept = keep_shard_sets(shards, columns);
     for (i, shown, message) in shards_only {
         if !kept.iter().any(|(arg, _)| *arg == i) {
@@ -174,11 +193,29 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     }
     files.extend(kept.into_iter().map(|(_, f)| f));
     sort(&mut files);
-    Discovered {
-        files,
-        errors,
-        notes: Vec::new(),
-    }
+    Discovered { files, errors, notes }
+}
+
+/// A Hugging Face `save_to_disk` folder: the files its `state.json` lists
+/// (`_data_files`), which are all `load_from_disk` reads.
+struct SavedFolder {
+    listed: Vec<String>,
+    /// `.arrow` files a search met there that the list lacks.
+    skipped: usize,
+}
+
+/// The `state.json` of `dir`, when it is a `save_to_disk` folder's (an
+/// object with a `_data_files` list of `{"filename": ...}`).
+fn saved_folder(dir: &Path) -> Option<SavedFolder> {
+    let text = std::fs::read(dir.join("state.json")).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let listed = doc
+        .get("_data_files")?
+        .as_array()?
+        .iter()
+        .map(|f| f.get("filename").and_then(|n| n.as_str()).map(str::to_string))
+        .collect::<Option<Vec<String>>>()?;
+    Some(SavedFolder { listed, skipped: 0 })
 }
 
 /// What the searches of one run found.
@@ -191,6 +228,9 @@ struct Found<'c> {
     /// Shards (with their format and PATH argument), decided at the end.
     shards: Vec<(Format, usize, DataFile)>,
     errors: Vec<Error>,
+    /// Each folder a search met `.arrow` files in, and whether it is a
+    /// `save_to_disk` folder.
+    saved: std::collections::BTreeMap<PathBuf, Option<SavedFolder>>,
 }
 
 impl Found<'_> {
@@ -281,6 +321,46 @@ impl Found<'_> {
         }
     }
 
+    /// Whether a search should skip `p`: an `.arrow` file in a
+    /// `save_to_disk` folder whose `state.json` does not list it. `datasets`
+    /// writes the cache files of `map`, `filter`, `shuffle` and `select`
+    /// (`cache-*.arrow`; for `shuffle`/`select`, a single `indices` column)
+    /// beside the files of a dataset loaded with `load_from_disk`, and
+    /// `load_from_disk` reads only the files `state.json` lists. A listed
+    /// file that is missing is an error, as `load_from_disk` fails on it.
+    fn unlisted_arrow(&mut self, p: &Path) -> bool {
+        if p.extension().and_then(|e| e.to_str()) != Some("arrow") {
+            return false;
+        }
+        let (Some(dir), Some(name)) = (p.parent(), p.file_name().and_then(|n| n.to_str())) else {
+            return false;
+        };
+        if !self.saved.contains_key(dir) {
+            let folder = saved_folder(dir);
+            if let Some(f) = &folder {
+                for listed in &f.listed {
+                    let plain = !listed.is_empty() && !listed.contains(['/', '\\']) && listed != "." && listed != "..";
+                    if !plain || !dir.join(listed).is_file() {
+                        self.errors.push(Error::Discover {
+                            path: dir.join(listed).to_string_lossy().into_owned(),
+                            message: "listed in state.json (_data_files) but missing from the folder: \
+                                      load_from_disk fails on it"
+                                .into(),
+                        });
+                    }
+                }
+            }
+            self.saved.insert(dir.to_path_buf(), folder);
+        }
+        match self.saved.get_mut(dir) {
+            Some(Some(f)) if !f.listed.iter().any(|l| l == name) => {
+                f.skipped += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Files of a known format below `dir`, hidden entries skipped.
     fn walk(&mut self, dir: &Path) {
         let walker = walkdir::WalkDir::new(dir)
@@ -301,7 +381,12 @@ impl Found<'_> {
                             }
                         }));
                 }
-                Ok(e) if e.file_type().is_file() => self.add(e.into_path()),
+                Ok(e) if e.file_type().is_file() => {
+                    let p = e.into_path();
+                    if !self.unlisted_arrow(&p) {
+                        self.add(p);
+                    }
+                }
                 Ok(_) => {}
                 Err(e) => {
                     let path = e.path().unwrap_or(dir).to_string_lossy().into_owned();
