@@ -99,6 +99,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         shards: Vec::new(),
         errors: Vec::new(),
         saved: std::collections::BTreeMap::new(),
+        mappings: std::collections::BTreeMap::new(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
@@ -163,9 +164,10 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         shards,
         mut errors,
         saved,
+        mappings,
         ..
     } = found;
-    let notes = saved
+    let mut notes: Vec<(String, String)> = saved
         .into_iter()
         .filter_map(|(dir, s)| {
             let s = s?;
@@ -182,6 +184,16 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             })
         })
         .collect();
+    notes.extend(mappings.into_iter().map(|(dir, n)| {
+        (
+            dir.to_string_lossy().into_owned(),
+            format!(
+                "{n} datasets index mapping(s) skipped (cache-*.arrow holding only an `indices` column, \
+                 written by shuffle/select/sort/train_test_split: a row order over the data files here, \
+                 not data)"
+            ),
+        )
+    }));
     let kept = keep_shard_sets(shards, columns);
     for (i, shown, message) in shards_only {
         if !kept.iter().any(|(arg, _)| *arg == i) {
@@ -231,6 +243,9 @@ struct Found<'c> {
     /// Each folder a search met `.arrow` files in, and whether it is a
     /// `save_to_disk` folder.
     saved: std::collections::BTreeMap<PathBuf, Option<SavedFolder>>,
+    /// Per folder, the `datasets` index mappings (`cache-*.arrow` of a
+    /// `shuffle` or `select`) a search skipped.
+    mappings: std::collections::BTreeMap<PathBuf, usize>,
 }
 
 impl Found<'_> {
@@ -355,6 +370,16 @@ impl Found<'_> {
         match self.saved.get_mut(dir) {
             Some(Some(f)) if !f.listed.iter().any(|l| l == name) => {
                 f.skipped += 1;
+                true
+            }
+            // Elsewhere (a `load_dataset` cache folder), an index mapping
+            // of `shuffle`/`select` is no data, unless the schema asks for
+            // its column.
+            _ if name.starts_with("cache-")
+                && !self.columns.iter().any(|c| c == "indices")
+                && crate::source::formats::ipc::is_datasets_indices(p) =>
+            {
+                *self.mappings.entry(dir.to_path_buf()).or_default() += 1;
                 true
             }
             _ => false,
