@@ -219,7 +219,11 @@ struct SavedFolder {
 /// The `state.json` of `dir`, when it is a `save_to_disk` folder's (an
 /// object with a `_data_files` list of `{"filename": ...}`).
 fn saved_folder(dir: &Path) -> Option<SavedFolder> {
-    let text = std::fs::read(dir.join("state.json")).ok()?;
+    let input = crate::source::storage::Input::open(&dir.join("state.json")).ok()?;
+    if input.size() > 16 << 20 {
+        return None;
+    }
+    let text = input.bytes(0..input.size()).ok()?;
     let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
     let listed = doc
         .get("_data_files")?
@@ -295,6 +299,13 @@ impl Found<'_> {
                 None
             }
             Ok(found) => {
+                // `save_to_disk` folders the listing holds (their
+                // `state.json`), read as a local search reads them; no
+                // request for folders without one.
+                let saved: std::collections::BTreeSet<String> = found
+                    .iter()
+                    .filter_map(|(u, _)| u.strip_suffix("/state.json").map(str::to_string))
+                    .collect();
                 for (u, _) in found {
                     // A dataset index: the files it lists that the listing lacks.
                     if let Some(dir) = u.strip_suffix("/index.json") {
@@ -306,7 +317,8 @@ impl Found<'_> {
                                 },
                             ));
                     }
-                    if self.remote_searched(Path::new(&u)) {
+                    let in_saved = u.rsplit_once('/').is_some_and(|(dir, _)| saved.contains(dir));
+                    if self.remote_searched(Path::new(&u)) && !(in_saved && self.unlisted_arrow(Path::new(&u))) {
                         self.files.push(DataFile::new(PathBuf::from(u)));
                     }
                 }
@@ -355,7 +367,7 @@ impl Found<'_> {
             if let Some(f) = &folder {
                 for listed in &f.listed {
                     let plain = !listed.is_empty() && !listed.contains(['/', '\\']) && listed != "." && listed != "..";
-                    if !plain || !dir.join(listed).is_file() {
+                    if !plain || !crate::source::storage::exists(&dir.join(listed)) {
                         self.errors.push(Error::Discover {
                             path: dir.join(listed).to_string_lossy().into_owned(),
                             message: "listed in state.json (_data_files) but missing from the folder: \

@@ -436,6 +436,9 @@ fn index_file(input: Arc<Input>) -> Result<FileIndex, ReadError> {
 /// Arrow stream whose only column is `indices` (uint64), the row order over
 /// the data files, not data. Only its first message (the schema) is read.
 pub(crate) fn is_datasets_indices(path: &Path) -> bool {
+    if crate::source::storage::remote::is_url(path) {
+        return false;
+    }
     let Ok(input) = Input::open(path) else { return false };
     if input.is_remote() {
         return false;
