@@ -218,6 +218,42 @@ json.dump({'bad': bad, 'rows': len(shuffled), 'mapped': len(set(order))}, open('
     assert_eq!(r["files"], 2);
 }
 
+/// A dataset written empty (`save_to_disk` of no rows writes no data file,
+/// and `load_from_disk` of datasets 5.2.0 fails on the folder with an
+/// IndexError; `MDSWriter` of no samples an index.json listing no shards)
+/// leaves nothing to check: exit 2 as for any folder without data, with an
+/// error that says why.
+#[test]
+fn empty_datasets_are_named_as_such() {
+    let env = Env::new();
+    env.python(
+        r#"
+import datasets
+feats = datasets.Features({'input_ids': datasets.Sequence(datasets.Value('int32'))})
+datasets.Dataset.from_dict({'input_ids': []}, features=feats).save_to_disk('hf')
+assert not [f for f in os.listdir('hf') if f.endswith('.arrow')]
+try:                                   # datasets 5.2.0 cannot load it back
+    json.dump(len(datasets.load_from_disk('hf')), open('loaded.json', 'w'))
+except IndexError as e:
+    json.dump(str(e), open('loaded.json', 'w'))
+os.makedirs('mds')
+# What streaming 0.13.0's MDSWriter leaves for no samples (made with the real writer).
+open('mds/index.json', 'w').write('{"shards": [], "version": 2}')
+"#,
+    );
+    env.write("s.yaml", "columns:\n  input_ids: {kind: index, size: 100}\n");
+    for (dir, words) in [
+        ("hf", "state.json (save_to_disk) lists no data files"),
+        ("mds", "index.json (MDS) lists no shards"),
+    ] {
+        let r = env.check_json(&["-s", "s.yaml", dir], 2);
+        assert_eq!(r["errors"][0]["file"], dir, "{r:#}");
+        let msg = r["errors"][0]["message"].as_str().expect("message");
+        assert!(msg.contains("an empty dataset") && msg.contains(words), "{dir}: {msg}");
+        assert_eq!(r["rows"], 0);
+    }
+}
+
 #[test]
 fn numpy_npy_every_dtype_order_and_endianness() {
     let env = Env::new();

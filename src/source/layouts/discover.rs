@@ -117,7 +117,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         } else if arg.is_dir() {
             found.walk(arg);
             // A gate must not pass a directory it found nothing to check in.
-            "no data files of a known format in this directory"
+            empty_dataset(arg).unwrap_or("no data files of a known format in this directory")
         } else if arg.exists() || !is_glob {
             // A named file is checked whatever its name; a missing one is
             // reported when it is opened.
@@ -206,6 +206,28 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     files.extend(kept.into_iter().map(|(_, f)| f));
     sort(&mut files);
     Discovered { files, errors, notes }
+}
+
+/// Why a directory with nothing to check holds no data, when it is a
+/// dataset written empty: a `save_to_disk` folder whose `state.json` lists
+/// no file, an MDS or LitData `index.json` that lists no shard or chunk.
+fn empty_dataset(dir: &Path) -> Option<&'static str> {
+    if saved_folder(dir).is_some_and(|f| f.listed.is_empty()) {
+        return Some(
+            "an empty dataset: its state.json (save_to_disk) lists no data files, so there is \
+             nothing to check",
+        );
+    }
+    let text = std::fs::read(dir.join("index.json")).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let none = |key: &str| doc.get(key).and_then(|v| v.as_array()).is_some_and(Vec::is_empty);
+    if none("shards") {
+        return Some("an empty dataset: its index.json (MDS) lists no shards, so there is nothing to check");
+    }
+    if none("chunks") {
+        return Some("an empty dataset: its index.json (LitData) lists no chunks, so there is nothing to check");
+    }
+    None
 }
 
 /// A Hugging Face `save_to_disk` folder: the files its `state.json` lists
