@@ -82,6 +82,178 @@ dd.save_to_disk('dict')
     assert_eq!(hits(&r, "label", "class").0, 2);
 }
 
+/// `datasets` writes the cache files of `map`, `shuffle`, `select` beside
+/// the files of a dataset loaded with `load_from_disk` (`cache-*.arrow`;
+/// a shuffle's holds one `indices` column), and `load_from_disk` reads only
+/// the files `state.json` lists: a directory search reads exactly those,
+/// with a warning naming the folder for the cache files it skipped.
+#[test]
+fn save_to_disk_folders_are_read_as_load_from_disk_reads_them() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  input_ids: {kind: index, size: 100}\n");
+    env.python(
+        r#"
+import datasets
+rng = np.random.default_rng(3)
+ids = [rng.integers(0, 100, int(rng.integers(1, 9))).tolist() for _ in range(300)]
+ids[10][0] = 100; ids[299][-1] = 250
+datasets.Dataset.from_dict({'input_ids': ids}).save_to_disk('saved', num_shards=2)
+ds = datasets.load_from_disk('saved')
+ds.map(lambda e: {'input_ids': [x + 1000 for x in e['input_ids']]})   # cache-*.arrow in saved/
+ds.shuffle(seed=0)                                                      # cache-*.arrow: indices only
+ds.select([5, 3, 1])
+listed = [f['filename'] for f in json.load(open('saved/state.json'))['_data_files']]
+extra = sorted(f for f in os.listdir('saved') if f.endswith('.arrow') and f not in listed)
+assert len(extra) >= 2, extra
+# The real reader, file by file in state.json's order.
+loaded = datasets.load_from_disk('saved')
+bad, g = [], 0
+for f in listed:
+    for r in range(datasets.Dataset.from_file('saved/' + f).num_rows):
+        bad += [['saved/' + f, r, v] for v in loaded[g]['input_ids'] if v >= 100]
+        g += 1
+json.dump({'rows': len(loaded), 'bad': bad, 'extra': len(extra)}, open('want.json', 'w'))
+"#,
+    );
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    let r = env.check_json(&["-s", "s.yaml", "saved"], 1);
+    assert_eq!(r["rows"], want["rows"]);
+    assert_eq!(r["files"], 2);
+    let got: Vec<serde_json::Value> = hits(&r, "input_ids", "index")
+        .1
+        .iter()
+        .map(|(f, row, v)| json!([f, row, v]))
+        .collect();
+    assert_eq!(json!(got), want["bad"]);
+    let warned = r["warnings"].to_string();
+    assert!(
+        warned.contains(&format!(
+            "{} .arrow file(s) here that state.json does not list",
+            want["extra"]
+        )),
+        "{warned}"
+    );
+    // A cache file named on the command line is read as named.
+    let cache: Vec<String> = std::fs::read_dir(env.path("saved"))
+        .expect("dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("cache-"))
+        .collect();
+    assert!(!cache.is_empty());
+    for c in &cache {
+        let named = format!("saved/{c}");
+        let run = env.run(&["check", "--format", "json", "-s", "s.yaml", &named]);
+        let r = run.json();
+        assert_eq!(r["files"], 1, "{named}");
+        assert!(
+            r["rows"].as_u64().expect("rows") > 0 || run.code == 2,
+            "{named} read: {r:#}"
+        );
+    }
+    // A listed file that is missing is an error naming it; the other is checked.
+    std::fs::remove_file(env.path("saved/data-00000-of-00002.arrow")).expect("rm");
+    let r = env.check_json(&["-s", "s.yaml", "saved"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "saved/data-00000-of-00002.arrow");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("listed in state.json"),
+        "{errors:#?}"
+    );
+    assert_eq!(r["files"], 1);
+}
+
+/// `shuffle`/`select` of a dataset `load_dataset` cached writes an index
+/// mapping beside its cache file (`cache-*.arrow`, one `indices` uint64
+/// column: the row order, no data). A search of the cache folder skips it
+/// with a warning, and checks the data as the shuffled dataset holds it.
+#[test]
+fn load_dataset_cache_folders_skip_index_mappings() {
+    let env = Env::new();
+    env.python(
+        r#"
+import datasets, glob
+ids = [[1, 2, 300] if i in (5, 17) else [i % 50] for i in range(40)]
+with open('data.jsonl', 'w') as f:
+    f.writelines(json.dumps({'input_ids': r}) + '\n' for r in ids)
+ds = datasets.load_dataset('json', data_files='data.jsonl', cache_dir='cache', split='train')
+data = [os.path.relpath(c['filename']) for c in ds.cache_files]
+shuffled = ds.shuffle(seed=0)
+mappings = [os.path.relpath(c['filename']) for c in shuffled.cache_files if c['filename'] not in [d['filename'] for d in ds.cache_files]]
+assert sorted(glob.glob('cache/**/cache-*.arrow', recursive=True)), 'an index mapping was written'
+# The rows the shuffled dataset serves, by the row of the data file they come from.
+order = shuffled._indices.column('indices').to_pylist()
+bad = sorted([data[0], order[i], v] for i in range(len(shuffled)) for v in shuffled[i]['input_ids'] if v >= 100)
+json.dump({'bad': bad, 'rows': len(shuffled), 'mapped': len(set(order))}, open('want.json', 'w'))
+"#,
+    );
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    assert_eq!(want["mapped"], want["rows"], "a shuffle maps every row once");
+    env.write("s.yaml", "columns:\n  input_ids: {kind: index, size: 100}\n");
+    let r = env.check_json(&["-s", "s.yaml", "cache"], 1);
+    assert_eq!(r["files"], 1);
+    assert_eq!(r["rows"], want["rows"]);
+    // Examples come in (file, row) order, as the sorted list of the reader's.
+    let got: Vec<serde_json::Value> = hits(&r, "input_ids", "index")
+        .1
+        .iter()
+        .map(|(f, row, v)| json!([f, row, v]))
+        .collect();
+    assert_eq!(json!(got), want["bad"]);
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("1 datasets index mapping(s) skipped"),
+        "{}",
+        r["warnings"]
+    );
+    // A schema that asks for `indices` reads the mapping as any table.
+    env.write("i.yaml", "columns:\n  indices: {kind: index, size: 40}\n");
+    let r = env.check_json(&["-s", "i.yaml", "cache"], 2);
+    assert_eq!(r["files"], 2);
+}
+
+/// A dataset written empty (`save_to_disk` of no rows writes no data file,
+/// and `load_from_disk` of datasets 5.2.0 fails on the folder with an
+/// IndexError; `MDSWriter` of no samples an index.json listing no shards)
+/// leaves nothing to check: exit 2 as for any folder without data, with an
+/// error that says why.
+#[test]
+fn empty_datasets_are_named_as_such() {
+    let env = Env::new();
+    env.python(
+        r#"
+import datasets
+feats = datasets.Features({'input_ids': datasets.Sequence(datasets.Value('int32'))})
+datasets.Dataset.from_dict({'input_ids': []}, features=feats).save_to_disk('hf')
+assert not [f for f in os.listdir('hf') if f.endswith('.arrow')]
+try:                                   # datasets 5.2.0 cannot load it back
+    json.dump(len(datasets.load_from_disk('hf')), open('loaded.json', 'w'))
+except IndexError as e:
+    json.dump(str(e), open('loaded.json', 'w'))
+os.makedirs('mds')
+# What streaming 0.13.0's MDSWriter leaves for no samples (made with the real writer).
+open('mds/index.json', 'w').write('{"shards": [], "version": 2}')
+"#,
+    );
+    env.write("s.yaml", "columns:\n  input_ids: {kind: index, size: 100}\n");
+    for (dir, words) in [
+        ("hf", "state.json (save_to_disk) lists no data files"),
+        ("mds", "index.json (MDS) lists no shards"),
+    ] {
+        let r = env.check_json(&["-s", "s.yaml", dir], 2);
+        assert_eq!(r["errors"][0]["file"], dir, "{r:#}");
+        let msg = r["errors"][0]["message"].as_str().expect("message");
+        assert!(msg.contains("an empty dataset") && msg.contains(words), "{dir}: {msg}");
+        assert_eq!(r["rows"], 0);
+    }
+}
+
 #[test]
 fn numpy_npy_every_dtype_order_and_endianness() {
     let env = Env::new();
@@ -539,4 +711,120 @@ assert vals[1]['label'] == float('inf') and vals[2]['score'] == float('-inf') an
     assert_eq!(ex[0].2, serde_json::json!("-inf"));
     // The strings are data, whatever they look like.
     assert_eq!(hits(&r, "note", "values").0, 0);
+}
+
+/// `np.load(f)[name]` reads one member of an `.npz` and never looks at the
+/// others, so members the schema does not name may have any length (a flat
+/// `tokens` beside per-document `offsets`) or a dtype preflight refuses (an
+/// object array of metadata): the file is checked as NumPy reads it. Members
+/// the schema names must still share their length, the rows of one table.
+#[test]
+fn npz_members_the_schema_does_not_name_may_differ_in_length() {
+    let env = Env::new();
+    env.python(
+        r#"
+rng = np.random.default_rng(11)
+tokens = rng.integers(0, 1000, 5000).astype(np.uint16)
+tokens[[7, 4321, 4999]] = [1000, 65535, 1003]
+offsets = np.array([0, 1200, 3000, 5000], dtype=np.int64)
+meta = np.array([{'source': 'web'}], dtype=object)
+np.savez('stored.npz', tokens=tokens, offsets=offsets, meta=meta)
+np.savez_compressed('deflated.npz', tokens=tokens, offsets=offsets, meta=meta)
+want = {}
+for f in ['stored.npz', 'deflated.npz']:
+    t = np.load(f)['tokens']          # the real reader: allow_pickle=False, one member
+    want[f] = {'rows': int(t.shape[0]),
+               'bad': [[i, int(v)] for i, v in enumerate(t.tolist()) if v >= 1000]}
+json.dump(want, open('want.json', 'w'))
+"#,
+    );
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    env.write("s.yaml", "columns:\n  tokens: {kind: index, size: 1000}\n");
+    for f in ["stored.npz", "deflated.npz"] {
+        let r = env.check_json(&["-s", "s.yaml", f, "--max-examples", "100"], 1);
+        assert_eq!(r["rows"], want[f]["rows"], "{f}");
+        let got: Vec<serde_json::Value> = hits(&r, "tokens", "index")
+            .1
+            .iter()
+            .map(|(_, row, v)| json!([row, v]))
+            .collect();
+        assert_eq!(json!(got), want[f]["bad"], "{f}");
+        assert_eq!(hits(&r, "tokens", "index").0, 3, "{f}");
+    }
+    // Two named members of different lengths are not one table.
+    env.write(
+        "both.yaml",
+        "columns:\n  tokens: {kind: index, size: 1000}\n  offsets: {kind: range, min: 0, max: 5000}\n",
+    );
+    let r = env.check_json(&["-s", "both.yaml", "stored.npz"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "stored.npz");
+    let msg = errors[0]["message"].as_str().expect("message");
+    assert!(msg.contains("members differ in length along axis 0"), "{msg}");
+    // The object member itself, when named, is refused, never unpickled.
+    env.write("m.yaml", "columns:\n  meta: {kind: class, num_classes: 2}\n");
+    let r = env.check_json(&["-s", "m.yaml", "deflated.npz"], 2);
+    assert_eq!(r["errors"][0]["file"], "deflated.npz");
+}
+
+/// `np.load` accepts a header dict of exactly the keys `descr`,
+/// `fortran_order` and `shape` (in any order, any spacing, 16- or 64-byte
+/// padding) with `shape` a tuple; preflight reads what it reads and refuses
+/// what it refuses, decided here by `np.load` itself.
+#[test]
+fn npy_headers_are_as_strict_as_np_load() {
+    let env = Env::new();
+    env.python(
+        r#"
+headers = [
+    "{'descr': '<u2', 'fortran_order': False, 'shape': (4,), }",
+    "{'shape': (4,), 'fortran_order': False, 'descr': '<u2', }",
+    "{'descr':'<u2','fortran_order':False,'shape':(4,)}",
+    "{'descr': 'u2', 'fortran_order': False, 'shape': (4,), }",
+    "{'descr': '<u2', 'fortran_order': False, 'shape': [4], }",
+    "{'descr': '<u2', 'fortran_order': False, 'shape': (4,), 'extra': 1}",
+    "{'descr': '<u2', 'fortran_order': 0, 'shape': (4,), }",
+    "{'descr': '<u2', 'fortran_order': False, 'shape': (4,), 1: 2}",
+    "{'descr': '<u2', 'shape': (4,), }",
+]
+payload = np.array([1, 1000, 3, 2000], dtype='<u2').tobytes()
+want = {}
+for i, h in enumerate(headers):
+    h = h.encode('latin1')
+    pad = (16 - (10 + len(h) + 1) % 16) % 16     # numpy before 1.9 padded to 16 bytes
+    h = h + b' ' * pad + b'\n'
+    name = f'h{i}.npy'
+    open(name, 'wb').write(b'\x93NUMPY\x01\x00' + len(h).to_bytes(2, 'little') + h + payload)
+    try:
+        a = np.load(name)
+        want[name] = [[r, int(v)] for r, v in enumerate(a.tolist()) if v >= 1000]
+    except (ValueError, TypeError):
+        want[name] = None
+json.dump(want, open('want.json', 'w'))
+"#,
+    );
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    let want = want.as_object().expect("object");
+    assert_eq!(want.values().filter(|w| w.is_null()).count(), 5, "np.load refuses five");
+    for (name, bad) in want {
+        let stem = name.trim_end_matches(".npy");
+        env.write("s.yaml", &format!("columns:\n  {stem}: {{kind: index, size: 1000}}\n"));
+        if bad.is_null() {
+            let r = env.check_json(&["-s", "s.yaml", name], 2);
+            assert_eq!(r["errors"][0]["file"], name.as_str(), "{r:#}");
+            let msg = r["errors"][0]["message"].as_str().expect("message");
+            assert!(msg.contains("malformed .npy header"), "{name}: {msg}");
+        } else {
+            let r = env.check_json(&["-s", "s.yaml", name], 1);
+            let got: Vec<serde_json::Value> = hits(&r, stem, "index")
+                .1
+                .iter()
+                .map(|(_, row, v)| json!([row, v]))
+                .collect();
+            assert_eq!(&json!(got), bad, "{name}");
+        }
+    }
 }

@@ -418,6 +418,93 @@ fn mds_rows_of_different_dtypes_and_text_numbers() {
     );
 }
 
+/// A `json` column holding lists of token ids (`MDSWriter(columns={'tokens':
+/// 'json'})`): the reader's `json.loads` gives a Python list, whose ids a
+/// collate turns into a tensor; each id is judged, not the row's text. Any
+/// other JSON value is that shard's error, and the other shards are checked.
+#[test]
+fn mds_json_lists_of_ids_are_judged_id_by_id() {
+    let env = Env::new();
+    // streaming 0.13.0's JSON encoding (`encodings.py`): json.dumps(obj,
+    // sort_keys=True) in UTF-8; a shard: u32 n, u32 offsets[n + 1], then each
+    // sample as a u32 size (one variable column) and its bytes.
+    env.python(
+        r#"
+import struct
+def shard(objs):
+    samples = [json.dumps(o, sort_keys=True).encode('utf-8') for o in objs]
+    samples = [struct.pack('<I', len(s)) + s for s in samples]
+    off = [4 + 4 * (len(samples) + 1)]
+    for s in samples:
+        off.append(off[-1] + len(s))
+    return struct.pack('<I', len(samples)) + struct.pack(f'<{len(off)}I', *off) + b''.join(samples)
+sets = {'good': [[1, 2, 300], [4], [], [99, 100, 2**40], [0] * 5],
+        'bad': [[1], {'ids': [500]}]}
+os.makedirs('d', exist_ok=True)
+shards = []
+for i, name in enumerate(['good', 'bad']):
+    data = shard(sets[name])
+    base = f'shard.{i:05}.mds'
+    open('d/' + base, 'wb').write(data)
+    shards.append({'column_encodings': ['json'], 'column_names': ['tokens'], 'column_sizes': [None],
+                   'compression': None, 'format': 'mds', 'hashes': [], 'samples': len(sets[name]),
+                   'size_limit': 1 << 26, 'version': 2,
+                   'raw_data': {'basename': base, 'bytes': len(data), 'hashes': {}}, 'zip_data': None})
+json.dump({'version': 2, 'shards': shards}, open('d/index.json', 'w'))
+# The reader's decode of the good shard: json.loads of each sample.
+raw = open('d/shard.00000.mds', 'rb').read()
+n = struct.unpack_from('<I', raw)[0]
+off = struct.unpack_from(f'<{n + 1}I', raw, 4)
+bad, long = [], []
+for r in range(n):
+    ids = json.loads(raw[off[r] + 4:off[r + 1]])
+    bad += [[r, v] for v in ids if v >= 100]
+    long += [[r, len(ids)] for _ in [0] if len(ids) > 3]
+json.dump({'bad': bad, 'long': long, 'rows': n}, open('want.json', 'w'))
+"#,
+    );
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    let r = check(
+        &env,
+        "columns:\n  tokens: {kind: index, size: 100, max_length: 3}\n",
+        &[env.path("d")],
+        2,
+    );
+    let pairs = |rule: &str| -> Value {
+        let c = r["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["rule"] == rule)
+            .expect("check");
+        assert_eq!(
+            c["violations"].as_u64(),
+            Some(c["examples"].as_array().expect("examples").len() as u64)
+        );
+        for e in c["examples"].as_array().expect("examples") {
+            assert_eq!(e["file"], env.path("d/shard.00000.mds").display().to_string());
+        }
+        Value::Array(
+            c["examples"]
+                .as_array()
+                .expect("examples")
+                .iter()
+                .map(|e| json!([e["row"], e["value"]]))
+                .collect(),
+        )
+    };
+    assert_eq!(pairs("index"), want["bad"]);
+    assert_eq!(pairs("max_length"), want["long"]);
+    assert_eq!(pairs("not_integer"), json!([]));
+    assert_eq!(r["rows"], want["rows"]);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], env.path("d/shard.00001.mds").display().to_string());
+    let msg = errors[0]["message"].as_str().expect("message");
+    assert!(msg.contains("only lists of numbers"), "{msg}");
+}
+
 // ---------------------------------------------------------------------------
 // LitData
 // ---------------------------------------------------------------------------

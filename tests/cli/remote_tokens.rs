@@ -248,3 +248,43 @@ fn mds_and_litdata_from_s3_report_as_local() {
         "{r}"
     );
 }
+
+/// A `save_to_disk` folder in storage is read as `load_from_disk` reads
+/// it, as a local search reads it: only the files its `state.json` lists
+/// (the `cache-*.arrow` a `map` of the loaded dataset wrote beside them is
+/// skipped, with the same warning).
+#[test]
+fn save_to_disk_folders_from_s3_report_as_local() {
+    let env = Env::new();
+    env.python(
+        r#"
+import datasets
+ids = [[1, 2], [300], [4, 5, 6], [7]] * 50
+datasets.Dataset.from_dict({'input_ids': ids}).save_to_disk('h/saved', num_shards=2)
+datasets.load_from_disk('h/saved').map(lambda e: {'input_ids': [x + 1000 for x in e['input_ids']]})
+assert any(f.startswith('cache-') for f in os.listdir('h/saved'))
+loaded = datasets.load_from_disk('h/saved')
+json.dump(sum(v >= 100 for r in loaded['input_ids'] for v in r), open('want.json', 'w'))
+"#,
+    );
+    let want: u64 = std::fs::read_to_string(env.path("want.json"))
+        .expect("want")
+        .trim()
+        .parse()
+        .expect("count");
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "h", "bkt", "h/");
+    let r = same_as_local(
+        &servers,
+        &env,
+        "columns:\n  input_ids: {kind: index, size: 100}\n",
+        "h",
+        1,
+    );
+    assert_eq!(r["files"], 2, "{r}");
+    assert_eq!(hits(&r, "input_ids", "index").0, want, "{r}");
+    assert!(
+        r["warnings"].to_string().contains("that state.json does not list"),
+        "{r}"
+    );
+}

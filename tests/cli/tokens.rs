@@ -296,6 +296,63 @@ arr.flush()
     assert_eq!(one.stdout, four.stdout);
 }
 
+/// llm.c's `dataloader_load_shard_` asserts `ntok > 0`: a shard that
+/// `write_datafile` wrote from no tokens (a 1024-byte header, count 0)
+/// aborts training, so it is that file's error; the shards beside it are
+/// still checked.
+#[test]
+fn an_llmc_shard_of_no_tokens_is_an_error() {
+    let env = Env::new();
+    env.python(
+        r#"
+def write_datafile(filename, toks, model_desc="gpt-2"):
+    # llm.c dev/data/data_common.py
+    assert len(toks) < 2**31, "token count too large"
+    if model_desc == "gpt-2":
+        magic, version, dtype = 20240520, 1, np.uint16
+    elif model_desc == "llama-3":
+        magic, version, dtype = 20240801, 7, np.uint32
+    header = np.zeros(256, dtype=np.int32)
+    header[0] = magic
+    header[1] = version
+    header[2] = len(toks)
+    toks_np = np.array(toks, dtype=dtype)
+    with open(filename, "wb") as f:
+        f.write(header.tobytes())
+        f.write(toks_np.tobytes())
+
+write_datafile("empty_gpt2.bin", [])
+write_datafile("empty_llama.bin", [], "llama-3")
+write_datafile("good.bin", [5, 50257, 7, 60000])
+header = np.fromfile("good.bin", dtype=np.int32, count=256)
+toks = np.fromfile("good.bin", dtype=np.uint16, offset=1024)
+assert int(header[2]) == len(toks)
+json.dump([[i, int(v)] for i, v in enumerate(toks) if v >= 50257], open("want.json", "w"))
+"#,
+    );
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    env.write("s.yaml", "columns:\n  tokens: {kind: index, size: 50257}\n");
+    let r = env.check_json(&["-s", "s.yaml", "empty_gpt2.bin", "empty_llama.bin", "good.bin"], 2);
+    let errors = r["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    for (e, file) in errors.iter().zip(["empty_gpt2.bin", "empty_llama.bin"]) {
+        assert_eq!(e["file"], file);
+        let msg = e["message"].as_str().expect("message");
+        assert!(msg.contains("llm.c shard of no tokens"), "{msg}");
+    }
+    let got: Vec<Value> = hits(&r, "tokens", "index")
+        .1
+        .iter()
+        .map(|(f, row, v)| {
+            assert_eq!(f, "good.bin");
+            serde_json::json!([row, v])
+        })
+        .collect();
+    assert_eq!(Value::Array(got), want);
+    assert_eq!(r["files"], 3);
+}
+
 #[test]
 fn a_large_stream_is_a_memory_scan_with_bounded_memory() {
     // 96 MB of uint16 ids: resident memory stays at the units in flight.

@@ -13,8 +13,9 @@
 //!
 //! Every MDS column is a column: `int` and NumPy scalar encodings are
 //! scalars, `ndarray[:dtype[:shape]]` a list of its values in C order (the
-//! dtype may differ per sample), `str`/`json`/`str_decimal` strings,
-//! `str_int`/`str_float` numbers. A `bytes` column carries no dtype: read as
+//! dtype may differ per sample), `str`/`str_decimal` strings, `json` a list
+//! of the numbers `json.loads` gives (token ids; any other JSON value is an
+//! error), `str_int`/`str_float` numbers. A `bytes` column carries no dtype: read as
 //! tokens it needs `dtype:` from the schema. `pkl` is never unpickled and,
 //! like image encodings, refused as that column's error only when the
 //! schema asks for the column. The byte layout is in
@@ -51,8 +52,11 @@ enum Enc {
     },
     /// `bytes`: no dtype stored.
     Bytes,
-    /// `str`, `json`, `str_decimal`: text.
+    /// `str`, `str_decimal`: text.
     Text,
+    /// `json`: `json.loads` of the sample; read when it is a list of
+    /// numbers (token ids, as a consumer gets them: a Python list).
+    Json,
     /// `str_int`: an integer written in decimal.
     StrInt,
     /// `str_float`: a float written in decimal.
@@ -68,7 +72,8 @@ impl Enc {
         match s {
             "int" => return Enc::Scalar(Elem::I64),
             "bytes" => return Enc::Bytes,
-            "str" | "json" | "str_decimal" => return Enc::Text,
+            "str" | "str_decimal" => return Enc::Text,
+            "json" => return Enc::Json,
             "str_int" => return Enc::StrInt,
             "str_float" => return Enc::StrFloat,
             "pkl" => return Enc::Pickle,
@@ -547,6 +552,7 @@ impl MdsSource {
                 ));
             }
             (Enc::Text, _) => Col::string(),
+            (Enc::Json, _) => Col::list(None),
             (Enc::StrInt, _) => Col::scalar(Elem::I64),
             (Enc::StrFloat, _) => Col::scalar(Elem::F64),
             (Enc::Pickle, _) => {
@@ -573,6 +579,7 @@ impl MdsSource {
                 None => Err("no dtype".into()),
             },
             Enc::Text => col.push_str(b),
+            Enc::Json => json_list(b, col),
             Enc::StrInt => {
                 let s = std::str::from_utf8(b).map_err(|_| "str_int: invalid UTF-8".to_string())?;
                 let v: i64 = s
@@ -591,6 +598,36 @@ impl MdsSource {
             }
             Enc::Pickle | Enc::Other(_) => Err("unsupported encoding".into()),
         }
+    }
+}
+
+/// A `json` sample (`json.dumps(obj, sort_keys=True)`): a list of integers
+/// is a list of int64 values, a list of numbers with a fraction or exponent
+/// one of float64 values (as `json.loads` gives them); any other value is
+/// not read (the column is that shard's error, never judged as text).
+fn json_list(b: &[u8], col: &mut Col) -> Result<(), String> {
+    let v: serde_json::Value = serde_json::from_slice(b).map_err(|e| format!("json: {e}"))?;
+    let items = v
+        .as_array()
+        .ok_or_else(|| "json: only lists of numbers are read (a json column of token ids or labels)".to_string())?;
+    if items.iter().all(serde_json::Value::is_i64) {
+        let bytes: Vec<u8> = items
+            .iter()
+            .flat_map(|x| x.as_i64().unwrap_or(0).to_le_bytes())
+            .collect();
+        col.push_list(Elem::I64, &bytes)
+    } else if items.iter().all(|x| x.is_i64() || x.is_f64()) {
+        let bytes: Vec<u8> = items
+            .iter()
+            .flat_map(|x| x.as_f64().unwrap_or(0.0).to_le_bytes())
+            .collect();
+        col.push_list(Elem::F64, &bytes)
+    } else {
+        Err(
+            "json: only lists of numbers are read (an integer beyond int64, a string, null or a nested \
+             list is not)"
+                .into(),
+        )
     }
 }
 

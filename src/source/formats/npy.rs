@@ -354,15 +354,20 @@ fn read_header(r: &mut impl Read, avail: u64) -> Result<RawHeader, ReadError> {
     let mut fortran = None;
     let mut shape = None;
     for (k, v) in items {
-        let Lit::Str(k) = k else { continue };
+        let Lit::Str(k) = k else {
+            return Err(header_err(
+                "a key that is not a string (np.load accepts exactly 'descr', 'fortran_order' and 'shape')",
+            ));
+        };
         match k.as_str() {
             "descr" => descr = Some(v),
             "fortran_order" => match v {
                 Lit::Bool(b) => fortran = Some(b),
                 _ => return Err(header_err("'fortran_order' is not True or False")),
             },
+            // `np.load` requires a tuple (`shape is not valid: [3]`).
             "shape" => match v {
-                Lit::Tuple(dims) | Lit::List(dims) => {
+                Lit::Tuple(dims) => {
                     let dims = dims
                         .into_iter()
                         .map(|d| match d {
@@ -375,8 +380,14 @@ fn read_header(r: &mut impl Read, avail: u64) -> Result<RawHeader, ReadError> {
                 }
                 _ => return Err(header_err("'shape' is not a tuple")),
             },
-            // NumPy writes no other keys; ignore any a future version adds.
-            _ => {}
+            // `np.load` refuses a header with any other key ("Header does
+            // not contain the correct keys"), so a file with one is not an
+            // array its readers can load.
+            other => {
+                return Err(header_err(format!(
+                    "unexpected key {other:?} (np.load accepts exactly 'descr', 'fortran_order' and 'shape')"
+                )));
+            }
         }
     }
     match (descr, fortran, shape) {
@@ -1049,6 +1060,8 @@ struct Member {
     /// The member's layout, or why it cannot be read (reported when it is
     /// projected, so unreadable members never block the others).
     state: Result<Ready, ReadError>,
+    /// Its length along axis 0, when its header says one.
+    rows: Option<u64>,
 }
 
 /// A `.npz` archive: each `x.npy` member is a column `x`; rows are the
@@ -1057,7 +1070,6 @@ pub struct NpzSource {
     path: PathBuf,
     columns: Vec<String>,
     members: Vec<Member>,
-    rows: u64,
 }
 
 type Archive = ZipArchive<Zipped>;
@@ -1150,7 +1162,6 @@ impl NpzSource {
     pub fn open(path: &Path) -> Result<Self, ReadError> {
         let mut archive = open_archive(path, 64 << 10)?;
         let mut members = Vec::new();
-        let mut lengths: Vec<(String, u64)> = Vec::new();
         for index in 0..archive.len() {
             let name = match archive.name_for_index(index) {
                 Some(Ok(n)) => n.into_owned(),
@@ -1182,18 +1193,13 @@ impl NpzSource {
                 }
                 Err(e) => (Err(zip_err(e)), None),
             };
-            if let Some(rows) = rows {
-                lengths.push((name.clone(), rows));
-            }
             let state = state.map_err(|e| e.at(member_at(&name)));
-            members.push(Member { name, index, state });
-        }
-        let rows = lengths.first().map_or(0, |l| l.1);
-        if let Some((other, n)) = lengths.iter().find(|l| l.1 != rows) {
-            let first = &lengths[0].0;
-            return Err(ReadError::new(format!(
-                "members differ in length along axis 0: {first} has {rows} rows, {other} has {n}"
-            )));
+            members.push(Member {
+                name,
+                index,
+                state,
+                rows,
+            });
         }
         let columns = members
             .iter()
@@ -1203,8 +1209,30 @@ impl NpzSource {
             path: path.to_path_buf(),
             columns,
             members,
-            rows,
         })
+    }
+
+    /// The rows of a read of the members at `projection`: their common
+    /// length along axis 0. Only the members read must agree, as
+    /// `np.load(f)[name]` reads one member and never looks at the others (a
+    /// flat `tokens` beside per-document `offsets` is a common layout); a
+    /// read of no member (row counting) needs every member to agree.
+    fn rows(&self, projection: &[usize]) -> Result<u64, ReadError> {
+        let all: Vec<usize> = (0..self.members.len()).collect();
+        let read = if projection.is_empty() { &all[..] } else { projection };
+        let mut lengths = read
+            .iter()
+            .filter_map(|&c| self.members.get(c))
+            .filter_map(|m| m.rows.map(|n| (&m.name, n)));
+        let Some((first, rows)) = lengths.next() else {
+            return Ok(0);
+        };
+        match lengths.find(|l| l.1 != rows) {
+            Some((other, n)) => Err(ReadError::new(format!(
+                "members differ in length along axis 0: {first} has {rows} rows, {other} has {n}"
+            ))),
+            None => Ok(rows),
+        }
     }
 }
 
@@ -1311,6 +1339,7 @@ impl Source for NpzSource {
             let ready = m.state.as_ref().map_err(Clone::clone)?;
             picked.push((m, ready));
         }
+        let rows = self.rows(projection)?;
         let fields: Vec<Field> = projection
             .iter()
             .zip(&picked)
@@ -1340,7 +1369,7 @@ impl Source for NpzSource {
                 });
             } else {
                 let (mapped, guard) = spill(&mut zf).map_err(|e| e.at(at()))?;
-                if mapped.layout.rows != self.rows {
+                if mapped.layout.rows != rows {
                     return Err(ReadError::new("member changed while being read").at(at()));
                 }
                 cols.push(Col::Mapped {
@@ -1357,8 +1386,8 @@ impl Source for NpzSource {
             .min()
             .unwrap_or(BATCH_ROWS);
         let mut r = 0u64;
-        while r < self.rows {
-            let nb = (self.rows - r).min(rows_per_batch as u64) as usize;
+        while r < rows {
+            let nb = (rows - r).min(rows_per_batch as u64) as usize;
             let mut arrays = Vec::with_capacity(cols.len());
             for (col, (m, ready)) in cols.iter_mut().zip(&picked) {
                 arrays.push(col.next(ready, r, nb).map_err(|e| e.at(member_at(&m.name)))?);
@@ -1808,12 +1837,26 @@ for v in [(1, 0), (2, 0), (3, 0)]:
             column_values(&read_all(&src, &[0]), 0),
             ints([1, -2, i64::MAX as i128].into_iter())
         );
-        // Python 2 longs, double quotes, an unknown key, native order.
-        let header = "{\"descr\": \"=u2\", \"fortran_order\": False, \"shape\": (2L, 1L), 'x': None}";
+        // Python 2 longs, double quotes, native order.
+        let header = "{\"descr\": \"=u2\", \"fortran_order\": False, \"shape\": (2L, 1L)}";
         let path = dir.path().join("py2.npy");
         write_npy(&path, 1, header, &[1, 0, 0, 1]);
         let src = NpySource::open(&path).expect("py2");
         assert_eq!(column_values(&read_all(&src, &[0]), 0), ints([1, 256].into_iter()));
+        // np.load refuses a header with a key beside the three ("Header does
+        // not contain the correct keys") and a shape that is not a tuple.
+        for (name, header) in [
+            (
+                "key.npy",
+                "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), 'x': None}",
+            ),
+            ("list.npy", "{'descr': '<u2', 'fortran_order': False, 'shape': [2]}"),
+        ] {
+            let path = dir.path().join(name);
+            write_npy(&path, 1, header, &[1, 0, 0, 1]);
+            let e = NpySource::open(&path).err().expect(name);
+            assert!(e.message.contains("malformed .npy header"), "{name}: {e}");
+        }
     }
 
     #[test]
@@ -2156,11 +2199,18 @@ with open('junk.npz', 'wb') as f:
     f.write(b'not a zip')
 "#,
         );
-        let e = NpzSource::open(&dir.path().join("m.npz")).err().expect("mismatch");
-        assert!(
-            e.message.contains("x.npy has 3 rows") && e.message.contains("y.npy has 4"),
-            "{e}"
-        );
+        // Members of different lengths: each reads alone (np.load(f)['x']),
+        // not together, nor as the row count of the whole archive.
+        let src = NpzSource::open(&dir.path().join("m.npz")).expect("m");
+        assert_eq!(column_values(&read_all(&src, &[0]), 0), ints(0..3));
+        assert_eq!(column_values(&read_all(&src, &[1]), 0), ints(0..4));
+        for projection in [&[0, 1][..], &[]] {
+            let e = src.read(0, projection, &mut |_| Ok(())).expect_err("mismatch");
+            assert!(
+                e.message.contains("x.npy has 3 rows") && e.message.contains("y.npy has 4"),
+                "{e}"
+            );
+        }
         let src = NpzSource::open(&dir.path().join("o.npz")).expect("o");
         assert_eq!(src.columns(), ["good", "bad"]);
         assert_eq!(column_values(&read_all(&src, &[0]), 0), ints(0..2));

@@ -477,6 +477,14 @@ impl TokenStreamSource {
                         expect.map_or_else(|| "an impossible size".to_string(), |e| e.to_string()),
                     )));
                 }
+                // llm.c's loader asserts `ntok > 0` ("we expect some tokens
+                // in the file"): a shard of no tokens aborts training.
+                if ntok == 0 {
+                    return Err(ReadError::new(
+                        "llm.c shard of no tokens: the header's token count is 0, and llm.c's loader \
+                         aborts on it (assert(ntok > 0))",
+                    ));
+                }
                 if let Some(w) = wanted
                     && w != dtype
                 {

@@ -98,6 +98,8 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         files: Vec::new(),
         shards: Vec::new(),
         errors: Vec::new(),
+        saved: std::collections::BTreeMap::new(),
+        mappings: std::collections::BTreeMap::new(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
@@ -115,7 +117,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         } else if arg.is_dir() {
             found.walk(arg);
             // A gate must not pass a directory it found nothing to check in.
-            "no data files of a known format in this directory"
+            empty_dataset(arg).unwrap_or("no data files of a known format in this directory")
         } else if arg.exists() || !is_glob {
             // A named file is checked whatever its name; a missing one is
             // reported when it is opened.
@@ -161,8 +163,37 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         mut files,
         shards,
         mut errors,
+        saved,
+        mappings,
         ..
     } = found;
+    let mut notes: Vec<(String, String)> = saved
+        .into_iter()
+        .filter_map(|(dir, s)| {
+            let s = s?;
+            (s.skipped > 0).then(|| {
+                (
+                    dir.to_string_lossy().into_owned(),
+                    format!(
+                        "{} .arrow file(s) here that state.json does not list were skipped (datasets cache \
+                         files such as cache-*.arrow from map/filter/shuffle/select, which load_from_disk \
+                         never reads); name one on the command line to check it",
+                        s.skipped
+                    ),
+                )
+            })
+        })
+        .collect();
+    notes.extend(mappings.into_iter().map(|(dir, n)| {
+        (
+            dir.to_string_lossy().into_owned(),
+            format!(
+                "{n} datasets index mapping(s) skipped (cache-*.arrow holding only an `indices` column, \
+                 written by shuffle/select/sort/train_test_split: a row order over the data files here, \
+                 not data)"
+            ),
+        )
+    }));
     let kept = keep_shard_sets(shards, columns);
     for (i, shown, message) in shards_only {
         if !kept.iter().any(|(arg, _)| *arg == i) {
@@ -174,11 +205,55 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     }
     files.extend(kept.into_iter().map(|(_, f)| f));
     sort(&mut files);
-    Discovered {
-        files,
-        errors,
-        notes: Vec::new(),
+    Discovered { files, errors, notes }
+}
+
+/// Why a directory with nothing to check holds no data, when it is a
+/// dataset written empty: a `save_to_disk` folder whose `state.json` lists
+/// no file, an MDS or LitData `index.json` that lists no shard or chunk.
+fn empty_dataset(dir: &Path) -> Option<&'static str> {
+    if saved_folder(dir).is_some_and(|f| f.listed.is_empty()) {
+        return Some(
+            "an empty dataset: its state.json (save_to_disk) lists no data files, so there is \
+             nothing to check",
+        );
     }
+    let text = std::fs::read(dir.join("index.json")).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let none = |key: &str| doc.get(key).and_then(|v| v.as_array()).is_some_and(Vec::is_empty);
+    if none("shards") {
+        return Some("an empty dataset: its index.json (MDS) lists no shards, so there is nothing to check");
+    }
+    if none("chunks") {
+        return Some("an empty dataset: its index.json (LitData) lists no chunks, so there is nothing to check");
+    }
+    None
+}
+
+/// A Hugging Face `save_to_disk` folder: the files its `state.json` lists
+/// (`_data_files`), which are all `load_from_disk` reads.
+struct SavedFolder {
+    listed: Vec<String>,
+    /// `.arrow` files a search met there that the list lacks.
+    skipped: usize,
+}
+
+/// The `state.json` of `dir`, when it is a `save_to_disk` folder's (an
+/// object with a `_data_files` list of `{"filename": ...}`).
+fn saved_folder(dir: &Path) -> Option<SavedFolder> {
+    let input = crate::source::storage::Input::open(&dir.join("state.json")).ok()?;
+    if input.size() > 16 << 20 {
+        return None;
+    }
+    let text = input.bytes(0..input.size()).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let listed = doc
+        .get("_data_files")?
+        .as_array()?
+        .iter()
+        .map(|f| f.get("filename").and_then(|n| n.as_str()).map(str::to_string))
+        .collect::<Option<Vec<String>>>()?;
+    Some(SavedFolder { listed, skipped: 0 })
 }
 
 /// What the searches of one run found.
@@ -191,6 +266,12 @@ struct Found<'c> {
     /// Shards (with their format and PATH argument), decided at the end.
     shards: Vec<(Format, usize, DataFile)>,
     errors: Vec<Error>,
+    /// Each folder a search met `.arrow` files in, and whether it is a
+    /// `save_to_disk` folder.
+    saved: std::collections::BTreeMap<PathBuf, Option<SavedFolder>>,
+    /// Per folder, the `datasets` index mappings (`cache-*.arrow` of a
+    /// `shuffle` or `select`) a search skipped.
+    mappings: std::collections::BTreeMap<PathBuf, usize>,
 }
 
 impl Found<'_> {
@@ -240,6 +321,13 @@ impl Found<'_> {
                 None
             }
             Ok(found) => {
+                // `save_to_disk` folders the listing holds (their
+                // `state.json`), read as a local search reads them; no
+                // request for folders without one.
+                let saved: std::collections::BTreeSet<String> = found
+                    .iter()
+                    .filter_map(|(u, _)| u.strip_suffix("/state.json").map(str::to_string))
+                    .collect();
                 for (u, _) in found {
                     // A dataset index: the files it lists that the listing lacks.
                     if let Some(dir) = u.strip_suffix("/index.json") {
@@ -251,7 +339,8 @@ impl Found<'_> {
                                 },
                             ));
                     }
-                    if self.remote_searched(Path::new(&u)) {
+                    let in_saved = u.rsplit_once('/').is_some_and(|(dir, _)| saved.contains(dir));
+                    if self.remote_searched(Path::new(&u)) && !(in_saved && self.unlisted_arrow(Path::new(&u))) {
                         self.files.push(DataFile::new(PathBuf::from(u)));
                     }
                 }
@@ -281,6 +370,56 @@ impl Found<'_> {
         }
     }
 
+    /// Whether a search should skip `p`: an `.arrow` file in a
+    /// `save_to_disk` folder whose `state.json` does not list it. `datasets`
+    /// writes the cache files of `map`, `filter`, `shuffle` and `select`
+    /// (`cache-*.arrow`; for `shuffle`/`select`, a single `indices` column)
+    /// beside the files of a dataset loaded with `load_from_disk`, and
+    /// `load_from_disk` reads only the files `state.json` lists. A listed
+    /// file that is missing is an error, as `load_from_disk` fails on it.
+    fn unlisted_arrow(&mut self, p: &Path) -> bool {
+        if p.extension().and_then(|e| e.to_str()) != Some("arrow") {
+            return false;
+        }
+        let (Some(dir), Some(name)) = (p.parent(), p.file_name().and_then(|n| n.to_str())) else {
+            return false;
+        };
+        if !self.saved.contains_key(dir) {
+            let folder = saved_folder(dir);
+            if let Some(f) = &folder {
+                for listed in &f.listed {
+                    let plain = !listed.is_empty() && !listed.contains(['/', '\\']) && listed != "." && listed != "..";
+                    if !plain || !crate::source::storage::exists(&dir.join(listed)) {
+                        self.errors.push(Error::Discover {
+                            path: dir.join(listed).to_string_lossy().into_owned(),
+                            message: "listed in state.json (_data_files) but missing from the folder: \
+                                      load_from_disk fails on it"
+                                .into(),
+                        });
+                    }
+                }
+            }
+            self.saved.insert(dir.to_path_buf(), folder);
+        }
+        match self.saved.get_mut(dir) {
+            Some(Some(f)) if !f.listed.iter().any(|l| l == name) => {
+                f.skipped += 1;
+                true
+            }
+            // Elsewhere (a `load_dataset` cache folder), an index mapping
+            // of `shuffle`/`select` is no data, unless the schema asks for
+            // its column.
+            _ if name.starts_with("cache-")
+                && !self.columns.iter().any(|c| c == "indices")
+                && crate::source::formats::ipc::is_datasets_indices(p) =>
+            {
+                *self.mappings.entry(dir.to_path_buf()).or_default() += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Files of a known format below `dir`, hidden entries skipped.
     fn walk(&mut self, dir: &Path) {
         let walker = walkdir::WalkDir::new(dir)
@@ -301,7 +440,12 @@ impl Found<'_> {
                             }
                         }));
                 }
-                Ok(e) if e.file_type().is_file() => self.add(e.into_path()),
+                Ok(e) if e.file_type().is_file() => {
+                    let p = e.into_path();
+                    if !self.unlisted_arrow(&p) {
+                        self.add(p);
+                    }
+                }
                 Ok(_) => {}
                 Err(e) => {
                     let path = e.path().unwrap_or(dir).to_string_lossy().into_owned();
