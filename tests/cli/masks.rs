@@ -677,3 +677,139 @@ with pa.ipc.new_stream("s.arrows", t.schema) as w:
     );
     assert!(r["errors"].to_string().contains("row 1: not an image"), "{r:#}");
 }
+
+/// Per file of `m/`: what `np.array(Image.open(f))` gives against a
+/// `num_classes` / `ignore_index` bound — the count of each offending value,
+/// or `null` where Pillow cannot open or load the file (the loader fails on
+/// it) — written to `pillow.json`.
+const PILLOW_COUNTS: &str = r#"
+from PIL import Image
+def pillow_counts(c, ignore):
+    out = {}
+    for f in sorted(os.listdir("m")):
+        try:
+            a = np.array(Image.open("m/" + f)).astype(np.int64)
+        except Exception:
+            out[f] = None
+            continue
+        bad = ((a >= c) | (a < 0)) & (a != ignore)
+        v, n = np.unique(a[bad], return_counts=True)
+        out[f] = {str(int(x)): int(k) for x, k in zip(v, n)}
+    json.dump(out, open("pillow.json", "w"))
+"#;
+
+/// Checks `m/` with a class rule of `c` classes and ignore index `ignore`
+/// and compares every file with `pillow.json`: the same count per offending
+/// value, and an error exactly where Pillow fails. Returns how many files
+/// Pillow opened and how many it refused.
+fn compare_with_pillow_counts(env: &Env, c: u32, ignore: u32) -> (usize, usize) {
+    env.write(
+        "c.yaml",
+        &format!("version: 1\ncolumns:\n  pixels: {{kind: class, num_classes: {c}, ignore_index: {ignore}}}\n"),
+    );
+    let r = env.run(&[
+        "check",
+        "-s",
+        "c.yaml",
+        "m",
+        "--format",
+        "json",
+        "--violations-out",
+        "v.jsonl",
+    ]);
+    let report = r.json();
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("pillow.json")).expect("pillow.json")).expect("json");
+    let mut got: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for line in std::fs::read_to_string(env.path("v.jsonl"))
+        .expect("violations")
+        .lines()
+    {
+        let v: Value = serde_json::from_str(line).expect("jsonl");
+        let file = v["file"].as_str().expect("file").trim_start_matches("m/").to_string();
+        *got.entry(file).or_default().entry(v["value"].to_string()).or_default() += 1;
+    }
+    let errors: Vec<String> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["file"].as_str().expect("file").trim_start_matches("m/").to_string())
+        .collect();
+    let (mut opened, mut refused) = (0, 0);
+    for (file, counts) in want.as_object().expect("object") {
+        if counts.is_null() {
+            assert!(
+                errors.contains(file),
+                "{file}: Pillow cannot open it, preflight must fail it: {report:#}"
+            );
+            refused += 1;
+            continue;
+        }
+        assert!(
+            !errors.contains(file),
+            "{file}: Pillow opens it, preflight failed it: {report:#}"
+        );
+        let want: BTreeMap<String, u64> = counts
+            .as_object()
+            .expect("counts")
+            .iter()
+            .map(|(k, n)| (k.clone(), n.as_u64().expect("count")))
+            .collect();
+        assert_eq!(
+            got.remove(file).unwrap_or_default(),
+            want,
+            "{file}: counts differ from Pillow's"
+        );
+        opened += 1;
+    }
+    let code = if !errors.is_empty() {
+        2
+    } else if want
+        .as_object()
+        .expect("o")
+        .values()
+        .any(|c| c.as_object().is_some_and(|c| !c.is_empty()))
+    {
+        1
+    } else {
+        0
+    };
+    assert_eq!(r.code, code, "{}", r.stderr);
+    (opened, refused)
+}
+
+#[test]
+fn tiff_masks_of_every_sample_type_open_as_pillow_13_opens_them() {
+    // Palette TIFFs (Pillow's own P save, tifffile's colormap) give their
+    // indices; int8 reads as its unsigned bytes (`L`), little-endian uint32
+    // as int32 (`I;32N`, 2^31 wraps), WhiteIsZero at 16 bits uninverted,
+    // BigTIFF like TIFF; float64, int64 and big-endian uint32 have no Pillow
+    // mode: the loader fails on them, so they are errors.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+import tifffile
+os.makedirs("m", exist_ok=True)
+rng = np.random.default_rng(5)
+a = rng.integers(0, 30, (23, 19)); a[0, 0] = 255; a[1, 1] = 200
+im = Image.fromarray(a.astype(np.uint8)).convert("P"); im.putpalette(rng.integers(0, 256, 768).tolist())
+im.save("m/pillow_p.tif")
+im.save("m/pillow_p_lzw.tif", compression="tiff_lzw")
+cm = np.arange(3 * 256, dtype=np.uint16).reshape(3, 256) * 85
+tifffile.imwrite("m/tifffile_p.tif", a.astype(np.uint8), colormap=cm, photometric="palette")
+s8 = a.astype(np.int8); s8[2, 2] = -1; s8[3, 3] = -128
+tifffile.imwrite("m/int8.tif", s8)
+u32 = a.astype(np.uint32); u32[4, 4] = 2 ** 31 + 7; u32[5, 5] = 2 ** 32 - 1
+tifffile.imwrite("m/uint32.tif", u32)
+tifffile.imwrite("m/uint32_be.tif", u32, byteorder=">")
+tifffile.imwrite("m/float64.tif", a.astype(np.float64))
+tifffile.imwrite("m/int64.tif", a.astype(np.int64))
+tifffile.imwrite("m/bigtiff.tif", a.astype(np.uint8), bigtiff=True)
+tifffile.imwrite("m/white16.tif", a.astype(np.uint16), photometric="miniswhite")
+tifffile.imwrite("m/white8.tif", a.astype(np.uint8), photometric="miniswhite")
+pillow_counts(21, 255)
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
+    assert_eq!((opened, refused), (8, 3));
+}
