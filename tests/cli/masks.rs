@@ -813,3 +813,53 @@ pillow_counts(21, 255)
     let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
     assert_eq!((opened, refused), (8, 3));
 }
+
+#[test]
+fn png_chunks_before_the_image_data_with_a_bad_crc_are_errors_as_pillow_refuses_them() {
+    // Pillow checks the CRC of every chunk before the first IDAT (tEXt,
+    // pHYs, PLTE, ...) and refuses the file on a mismatch: the loader fails
+    // on it. A CRC mismatch in an ancillary chunk used to pass unnoticed.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+from PIL import PngImagePlugin
+os.makedirs("m", exist_ok=True)
+rng = np.random.default_rng(9)
+a = rng.integers(0, 30, (17, 13)).astype(np.uint8); a[0, 0] = 255
+info = PngImagePlugin.PngInfo(); info.add_text("Software", "labeler")
+Image.fromarray(a).save("m/good.png", pnginfo=info)
+d = bytearray(open("m/good.png", "rb").read())
+def spoil(kind, name):
+    b = bytearray(d)
+    i = b.index(kind); n = int.from_bytes(b[i - 4:i], "big")
+    b[i + 4 + n] ^= 1
+    open(name, "wb").write(b)
+spoil(b"tEXt", "m/text_crc.png")
+spoil(b"pHYs", "m/phys_crc.png") if b"pHYs" in d else None
+im = Image.fromarray(a).convert("P"); im.putpalette(rng.integers(0, 256, 768).tolist()); im.save("m/p.png")
+b = bytearray(open("m/p.png", "rb").read()); i = b.index(b"PLTE"); n = int.from_bytes(b[i - 4:i], "big"); b[i + 4 + n] ^= 1
+open("m/plte_crc.png", "wb").write(b)
+pillow_counts(21, 255)
+spoil(b"IDAT", "idat_crc.png")
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
+    assert_eq!(opened, 2);
+    assert!(refused >= 2, "{refused}");
+    // A bad CRC in IDAT (which Pillow does not check) is still an error
+    // (the file is corrupt), said plainly.
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 21, ignore_index: 255}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "idat_crc.png"], 2);
+    let e = &report["errors"][0];
+    assert_eq!(e["file"], "idat_crc.png");
+    assert!(
+        e["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("PNG: the CRC of an `IDAT` chunk does not match"),
+        "{report:#}"
+    );
+}
