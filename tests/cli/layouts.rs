@@ -851,3 +851,64 @@ touch('data/b/gone.jpg', '../../nowhere.jpg')
     assert_eq!(report["files"], 2);
     assert_eq!(report["violations"], 0);
 }
+
+#[test]
+fn yolo_lines_split_as_python_splits_them() {
+    // ultralytics reads label files in text mode and splits them with
+    // `str.splitlines()`: a lone `\r` (classic Mac), `\v`, `\f`, U+2028
+    // and friends end a line too, and `float()` takes `1_0`. Each line is a
+    // row of its own, with the class ultralytics reads.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{YOLO_PY}
+os.makedirs("labels", exist_ok=True)
+files = {{
+    "labels/cr.txt": "0 0.5 0.5 0.1 0.1\r79 0.5 0.5 0.2 0.2\r",
+    "labels/crlf.txt": "0 0.5 0.5 0.1 0.1\r\n80 0.5 0.5 0.2 0.2\r\n",
+    "labels/vt.txt": "1 0.5 0.5 0.1 0.1\x0b2 0.4 0.5 0.2 0.2\x0c3 0.3 0.5 0.1 0.1\n",
+    "labels/ls.txt": "4 0.5 0.5 0.1 0.1\u20285 0.5 0.5 0.1 0.1\u008581 0.5 0.5 0.1 0.1",
+    "labels/underscore.txt": "1_0 0.5 0.5 0.1 0.1\n",
+}}
+for p, text in files.items():
+    open(p, "w", encoding="utf-8", newline="").write(text)
+json.dump({{p: {{"classes": [float(c) for c in read_labels(p)[:, 0]], "verdict": verdict(p)}} for p in files}},
+          open("want.json", "w"))
+"#
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: 80}\n  x: {kind: range, max: -1}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "labels", "--max-examples", "1000"], 1);
+    let want = read_json(&env, "want.json");
+    let (_, xs) = hits(&report, "x", "range");
+    let (_, bad) = hits(&report, "class", "class");
+    let w = warnings(&report);
+    for (path, want) in want.as_object().expect("object") {
+        let classes: Vec<f64> = want["classes"]
+            .as_array()
+            .expect("classes")
+            .iter()
+            .map(|c| c.as_f64().expect("class"))
+            .collect();
+        // One row per line ultralytics reads, at its line number.
+        let rows: Vec<u64> = xs.iter().filter(|e| &e.0 == path).map(|e| e.1).collect();
+        assert_eq!(rows, (0..classes.len() as u64).collect::<Vec<_>>(), "{path}");
+        // The classes at or above nc, exactly.
+        let over: Vec<(u64, f64)> = bad
+            .iter()
+            .filter(|e| &e.0 == path)
+            .map(|e| (e.1, e.2.as_f64().expect("class")))
+            .collect();
+        let want_over: Vec<(u64, f64)> = classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c >= 80.0)
+            .map(|(i, c)| (i as u64, *c))
+            .collect();
+        assert_eq!(over, want_over, "{path}");
+        // Dropped exactly when ultralytics drops it.
+        let said = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
+        assert_eq!(said, !want["verdict"].is_null(), "{path}: {want} / {w:#?}");
+    }
+}
