@@ -514,3 +514,48 @@ with wds.TarWriter('s.tar') as w:
     );
     env.check_json(&["-s", "p.yaml", "shards"], 0);
 }
+
+#[test]
+fn webdataset_shard_cut_inside_a_members_padding_is_an_error_as_tarfile_raises() {
+    // A shard cut after a member's data but before the end of its 512-byte
+    // padding: webdataset (tarfile's stream mode) raises "unexpected end of
+    // data", so training stops. It used to pass, its samples checked. The
+    // intact shard beside it is still checked, its bad label counted.
+    let env = Env::new();
+    env.python(
+        r#"
+import tarfile, webdataset as wds
+for name in ('whole.tar', 'cut.tar'):
+    with wds.TarWriter(name) as w:
+        for i in range(4):
+            w.write({'__key__': f's{i:03d}', 'cls': 4 * i})
+d = open('cut.tar', 'rb').read()
+# the first member (s000.cls: a header and one block), then the next
+# header and 100 bytes of its one-block member: data there, padding cut
+first = 512 + 512
+cut = first + 512 + 100
+open('cut.tar', 'wb').write(d[:cut])
+seen = []
+try:
+    for s in wds.WebDataset('cut.tar', shardshuffle=False, empty_check=False):
+        seen.append(s['cls'])
+    raise SystemExit('cut.tar did not raise')
+except tarfile.ReadError:
+    pass
+labels = [int(s['cls']) for s in wds.WebDataset('whole.tar', shardshuffle=False)]
+json.dump({'bad_whole': sum(1 for v in labels if v >= 10)}, open('want.json', 'w'))
+"#,
+    );
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    env.write("s.yaml", "columns:\n  cls: {kind: class, num_classes: 10}\n");
+    let report = env.check_json(&["-s", "s.yaml", "whole.tar", "cut.tar"], 2);
+    let errors = report["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "cut.tar");
+    let m = errors[0]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("truncated tar archive") && m.contains("padding"), "{m}");
+    let (n, ex) = hits(&report, "cls", "class");
+    assert_eq!(n, want["bad_whole"].as_u64().expect("count"));
+    assert!(ex.iter().all(|e| e.0 == "whole.tar"), "{ex:?}");
+}

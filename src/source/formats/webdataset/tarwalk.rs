@@ -79,11 +79,24 @@ pub(super) fn walk<R: Read>(
         next = entry
             .raw_file_position()
             .saturating_add(size.saturating_add(511) & !511);
+        // Python's tarfile seeks past a member's data *and* its padding to
+        // the next 512-byte block, and raises "unexpected end of data" when
+        // the file ends before that: a member whose padding is cut off
+        // fails webdataset as surely as one whose data is.
         if let Some(len) = len
-            && entry.raw_file_position().checked_add(size).is_none_or(|end| end > len)
+            && entry
+                .raw_file_position()
+                .checked_add(size)
+                .and_then(|end| end.checked_add((512 - size % 512) % 512))
+                .is_none_or(|end| end > len)
         {
+            let what = if entry.raw_file_position().saturating_add(size) > len {
+                ""
+            } else {
+                " (its data is there, its padding to the 512-byte block is not: Python's tarfile raises \"unexpected end of data\" on it)"
+            };
             return Err(ReadError::new(format!(
-                "truncated tar archive: a member of {size} bytes runs past the end of the file"
+                "truncated tar archive: a member of {size} bytes runs past the end of the file{what}"
             ))
             .at(format!("tar header at byte {at}")));
         }
