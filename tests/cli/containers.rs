@@ -530,10 +530,11 @@ for name in ('whole.tar', 'cut.tar'):
         for i in range(4):
             w.write({'__key__': f's{i:03d}', 'cls': 4 * i})
 d = open('cut.tar', 'rb').read()
-# the first member (s000.cls: a header and one block), then the next
-# header and 100 bytes of its one-block member: data there, padding cut
-first = 512 + 512
-cut = first + 512 + 100
+# TarWriter writes a pax header before each member: cut the file 100 bytes
+# after the data of the second member, inside its padding.
+m = tarfile.open('cut.tar').getmembers()[1]
+cut = m.offset_data + m.size + 100
+assert cut < m.offset_data + 512
 open('cut.tar', 'wb').write(d[:cut])
 seen = []
 try:
@@ -558,4 +559,48 @@ json.dump({'bad_whole': sum(1 for v in labels if v >= 10)}, open('want.json', 'w
     let (n, ex) = hits(&report, "cls", "class");
     assert_eq!(n, want["bad_whole"].as_u64().expect("count"));
     assert!(ex.iter().all(|e| e.0 == "whole.tar"), "{ex:?}");
+}
+
+#[test]
+fn webdataset_shard_cut_at_a_member_boundary_is_checked_with_a_warning() {
+    // Cut exactly between members, a shard has no end-of-archive blocks:
+    // webdataset reads the samples present and stops without an error
+    // (the rest of the shard is lost silently). preflight checks what is
+    // there, as webdataset reads it, and says the shard looks cut.
+    let env = Env::new();
+    env.python(
+        r#"
+import tarfile, webdataset as wds
+with wds.TarWriter('whole.tar') as w:
+    for i in range(6):
+        w.write({'__key__': f's{i:03d}', 'cls': 3 * i})
+d = open('whole.tar', 'rb').read()
+# at the start of the sixth member (its pax header): labels 0..12 remain
+open('cut.tar', 'wb').write(d[:tarfile.open('whole.tar').getmembers()[5].offset])
+seen = {n: [int(s['cls']) for s in wds.WebDataset(n, shardshuffle=False)] for n in ('whole.tar', 'cut.tar')}
+json.dump({n: sum(1 for v in s if v >= 10) for n, s in seen.items()} | {'rows_cut': len(seen['cut.tar'])},
+          open('want.json', 'w'))
+"#,
+    );
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    env.write("s.yaml", "columns:\n  cls: {kind: class, num_classes: 10}\n");
+    let report = env.check_json(&["-s", "s.yaml", "cut.tar"], 1);
+    assert_eq!(report["rows"].as_u64(), want["rows_cut"].as_u64());
+    assert_eq!(hits(&report, "cls", "class").0, want["cut.tar"].as_u64().expect("n"));
+    let w = report["warnings"].as_array().expect("warnings");
+    assert!(
+        w.iter().any(|m| m
+            .as_str()
+            .is_some_and(|m| m.starts_with("cut.tar: the shard ends right after its last member"))),
+        "{w:#?}"
+    );
+    let report = env.check_json(&["-s", "s.yaml", "whole.tar"], 1);
+    assert_eq!(hits(&report, "cls", "class").0, want["whole.tar"].as_u64().expect("n"));
+    assert!(
+        report
+            .get("warnings")
+            .is_none_or(|w| w.as_array().is_some_and(Vec::is_empty)),
+        "{report:#}"
+    );
 }

@@ -43,12 +43,13 @@ pub(super) struct Member<'m, 'e, R: Read> {
 /// returns [`Flow::Stop`] or the archive ends. `len` is the number of bytes
 /// from the walk's start to the end of the file when the walk seeks past
 /// data (a seek past the end does not fail, so a member cut short is found
-/// by its size).
+/// by its size). Returns where the last entry walked ends (its data padded
+/// to a 512-byte block), from the walk's start.
 pub(super) fn walk<R: Read>(
     entries: tar::Entries<'_, R>,
     len: Option<u64>,
     mut visit: impl FnMut(Member<'_, '_, R>) -> Result<Flow, ReadError>,
-) -> Result<(), ReadError> {
+) -> Result<u64, ReadError> {
     let mut long_name: Option<Vec<u8>> = None;
     let mut pax_path: Option<Vec<u8>> = None;
     let mut pax_size: Option<u64> = None;
@@ -175,7 +176,7 @@ pub(super) fn walk<R: Read>(
             data: &mut entry,
         })?;
         if flow == Flow::Stop {
-            return Ok(());
+            return Ok(next);
         }
     }
     if let Some(at) = first_header {
@@ -184,7 +185,7 @@ pub(super) fn walk<R: Read>(
                 .at(format!("tar header at byte {at}")),
         );
     }
-    Ok(())
+    Ok(next)
 }
 
 /// A tar framing error in words that say what is wrong with the file.
