@@ -912,3 +912,63 @@ json.dump({{p: {{"classes": [float(c) for c in read_labels(p)[:, 0]], "verdict":
         assert_eq!(said, !want["verdict"].is_null(), "{path}: {want} / {w:#?}");
     }
 }
+
+#[test]
+fn yolo_names_mapping_with_a_gap_is_refused_as_ultralytics_refuses_it() {
+    // ultralytics' check_class_names: `names` as {index: name} must have the
+    // keys 0..n-1 (ints, or strings int() reads); {0: a, 2: b} raises
+    // KeyError ("2-class dataset requires class indices 0-1"), so training
+    // never starts. It used to pass as nc = 2, the label 2 reported as a
+    // class violation.
+    let env = Env::new();
+    env.python(
+        r#"
+import yaml
+os.makedirs("labels", exist_ok=True)
+open("labels/a.txt", "w").write("0 0.5 0.5 0.1 0.1\n2 0.5 0.5 0.1 0.1\n")
+variants = {"gap": {0: "a", 2: "b"}, "strkeys": {"0": "a", "1": "b", "2": "c"}, "ok": {0: "a", 1: "b"},
+            "word": {"a": "x"}, "list": ["a", "b", "c"]}
+def check_class_names(names):  # ultralytics/nn/autobackend.py (8.3)
+    if isinstance(names, list):
+        names = dict(enumerate(names))
+    names = {int(k): str(v) for k, v in names.items()}
+    n = len(names)
+    if max(names.keys()) >= n:
+        raise KeyError(f"{n}-class dataset requires class indices 0-{n - 1}")
+    return names
+want = {}
+for k, names in variants.items():
+    yaml.safe_dump({"names": names}, open(f"{k}.yaml", "w"))
+    try:
+        nc = len(check_class_names(names))
+        want[k] = sum(1 for c in (0, 2) if c >= nc)
+    except (KeyError, ValueError):
+        want[k] = None
+json.dump(want, open("want.json", "w"))
+"#,
+    );
+    let want = read_json(&env, "want.json");
+    for (k, want) in want.as_object().expect("object") {
+        env.write(
+            "s.yaml",
+            &format!(
+                "dataset: {{layout: yolo}}\ncolumns:\n  class: {{kind: class, num_classes: {{yolo_data: {k}.yaml}}}}\n"
+            ),
+        );
+        match want.as_u64() {
+            None => {
+                let r = env.run(&["check", "-s", "s.yaml", "labels", "--format", "json"]);
+                assert_eq!(r.code, 2, "{k}: {}", r.stdout);
+                assert!(
+                    r.stderr.contains(&format!("{k}.yaml")) || r.stdout.contains(&format!("{k}.yaml")),
+                    "{k}: {r:?}",
+                    r = (&r.stdout, &r.stderr)
+                );
+            }
+            Some(n) => {
+                let report = env.check_json(&["-s", "s.yaml", "labels"], if n > 0 { 1 } else { 0 });
+                assert_eq!(hits(&report, "class", "class").0, n, "{k}");
+            }
+        }
+    }
+}
