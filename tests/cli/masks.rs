@@ -863,3 +863,50 @@ spoil(b"IDAT", "idat_crc.png")
         "{report:#}"
     );
 }
+
+#[test]
+fn bmp_gray_palettes_read_as_pillow_reads_them() {
+    // Pillow drops a BMP palette that is black/white (2 colours) or (i, i, i)
+    // for every index and reads the rows as `1` or `L` whatever their bit
+    // depth: a 4-bit bitmap with such a palette fails in its decoder (the
+    // loader cannot open it), and a 4- or 8-bit one with a black/white
+    // palette reads as packed bits, not as its indices. Pillow does not
+    // write these; a small writer here does (as mask tools do).
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+import struct
+os.makedirs("m", exist_ok=True)
+def bmp(path, arr, bits, palette):
+    h, w = arr.shape
+    stride = ((w * bits + 31) // 32) * 4
+    rows = []
+    for r in arr:
+        per = 8 // bits; b = bytearray()
+        for i in range(0, w, per):
+            acc = 0
+            for j in range(per):
+                acc = (acc << bits) | (int(r[i + j]) if i + j < w else 0)
+            b.append(acc)
+        rows.append(bytes(b) + b"\0" * (stride - len(b)))
+    px = b"".join(rows[::-1])
+    pal = b"".join(bytes([c[2], c[1], c[0], 0]) for c in palette)
+    off = 14 + 40 + len(pal)
+    hdr = b"BM" + struct.pack("<IHHI", off + len(px), 0, 0, off) + struct.pack(
+        "<IiiHHIIiiII", 40, w, h, 1, bits, 0, len(px), 2835, 2835, len(palette), 0)
+    open(path, "wb").write(hdr + pal + px)
+rng = np.random.default_rng(4)
+a = rng.integers(0, 16, (7, 13))
+bmp("m/g4_gray16.bmp", a, 4, [(i, i, i) for i in range(16)])
+bmp("m/g4_gray3.bmp", a % 3, 4, [(0, 0, 0), (1, 1, 1), (2, 2, 2)])
+bmp("m/g4_bw.bmp", a % 2, 4, [(0, 0, 0), (255, 255, 255)])
+bmp("m/g8_bw.bmp", a % 2, 8, [(0, 0, 0), (255, 255, 255)])
+bmp("m/g8_gray16.bmp", a, 8, [(i, i, i) for i in range(16)])
+bmp("m/c4.bmp", a, 4, [(i * 16, 255 - i, 7) for i in range(16)])
+bmp("m/g1_bw.bmp", a % 2, 1, [(0, 0, 0), (255, 255, 255)])
+pillow_counts(1, 255)
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 1, 255);
+    assert_eq!((opened, refused), (5, 2));
+}
