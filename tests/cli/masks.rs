@@ -807,11 +807,32 @@ tifffile.imwrite("m/int64.tif", a.astype(np.int64))
 tifffile.imwrite("m/bigtiff.tif", a.astype(np.uint8), bigtiff=True)
 tifffile.imwrite("m/white16.tif", a.astype(np.uint16), photometric="miniswhite")
 tifffile.imwrite("m/white8.tif", a.astype(np.uint8), photometric="miniswhite")
+tifffile.imwrite("m/lx.tif", np.stack([a, a + 1], -1).astype(np.uint8), photometric="minisblack", extrasamples=["unspecified"])
 pillow_counts(21, 255)
+# Gray + alpha (Pillow's LA save, tifffile's unassociated alpha), read as luminance.
+os.makedirs("la", exist_ok=True)
+Image.fromarray(np.stack([a, a], -1).astype(np.uint8), "LA").save("la/pillow.tif")
+tifffile.imwrite("la/tifffile.tif", np.stack([a, a + 1], -1).astype(np.uint8), photometric="minisblack", extrasamples=["unassalpha"])
+lum = {{}}
+for f in sorted(os.listdir("la")):
+    g = np.array(Image.open("la/" + f).convert("L")).astype(np.int64)
+    lum[f] = int(((g >= 21) & (g != 255)).sum())
+json.dump(lum, open("la.json", "w"))
 "#
     ));
     let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
-    assert_eq!((opened, refused), (8, 3));
+    assert_eq!((opened, refused), (9, 3));
+    // LA TIFFs were refused as "Multiband" images even under luminance.
+    let lum: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("la.json")).expect("la.json")).expect("json");
+    env.write(
+        "l.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 21, ignore_index: 255, decode: luminance}\n",
+    );
+    for (f, n) in lum.as_object().expect("object") {
+        let report = env.check_json(&["-s", "l.yaml", &format!("la/{f}")], 1);
+        assert_eq!(check(&report, "pixels", "class")["violations"], *n, "{f}");
+    }
 }
 
 #[test]

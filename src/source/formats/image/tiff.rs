@@ -4,7 +4,8 @@
 //! unsigned bytes), uint16 `I;16`, int16/int32 `I`, little-endian uint32
 //! `I` (wrapping), float32 `F`, palette `P` at 1/2/4/8 bits (indices; the
 //! colour map scaled to 8 bits by `// 256` as Pillow does), 8-bit
-//! RGB/RGBA/LA. WhiteIsZero is inverted up to 8 bits (Pillow's `;I` raw
+//! RGB/RGBA, and gray with one extra sample: `L` when it is unspecified
+//! (Pillow's `LX`), `LA` for alpha. WhiteIsZero is inverted up to 8 bits (Pillow's `;I` raw
 //! modes) and not beyond. What Pillow has no mode for (float64, int64,
 //! big-endian uint32) is an error: the loader cannot open it.
 
@@ -182,6 +183,17 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
     } else {
         Vec::new()
     };
+    // Pillow's `LX` / `La` / `LA`: gray with one extra sample, by its kind.
+    let extra = match color {
+        ColorType::Multiband {
+            bit_depth: 8,
+            num_samples: 2,
+        } => d
+            .find_tag_unsigned_vec::<u16>(Tag::ExtraSamples)
+            .map_err(err)?
+            .and_then(|v| v.first().copied()),
+        _ => None,
+    };
     let data = d.read_image().map_err(err)?;
     let unsupported = || format!("TIFF: {color:?} images with these samples are not read (Pillow's modes only)");
     let (mode, samples) = match (color, data) {
@@ -209,6 +221,17 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
         }
         (ColorType::Gray(32), DecodingResult::F32(v)) => (Mode::F32, Samples::F32(v)),
         (ColorType::GrayA(8), DecodingResult::U8(v)) => (Mode::LA, Samples::U8(v)),
+        (
+            ColorType::Multiband {
+                bit_depth: 8,
+                num_samples: 2,
+            },
+            DecodingResult::U8(v),
+        ) if extra.is_some() => match extra {
+            // Unspecified: Pillow's `LX` keeps the gray sample only.
+            Some(0) => (Mode::L, Samples::U8(v.chunks_exact(2).map(|p| p[0]).collect())),
+            _ => (Mode::LA, Samples::U8(v)),
+        },
         (ColorType::RGB(8), DecodingResult::U8(v)) => (Mode::Rgb, Samples::U8(v)),
         (ColorType::RGBA(8), DecodingResult::U8(v)) => (Mode::Rgba, Samples::U8(v)),
         _ => return Err(unsupported()),
