@@ -809,10 +809,13 @@ tifffile.imwrite("m/white16.tif", a.astype(np.uint16), photometric="miniswhite")
 tifffile.imwrite("m/white8.tif", a.astype(np.uint8), photometric="miniswhite")
 tifffile.imwrite("m/lx.tif", np.stack([a, a + 1], -1).astype(np.uint8), photometric="minisblack", extrasamples=["unspecified"])
 pillow_counts(21, 255)
-# Gray + alpha (Pillow's LA save, tifffile's unassociated alpha), read as luminance.
+# Gray + alpha (Pillow's LA save, tifffile's unassociated alpha) and planar
+# RGB, read as luminance.
 os.makedirs("la", exist_ok=True)
 Image.fromarray(np.stack([a, a], -1).astype(np.uint8), "LA").save("la/pillow.tif")
 tifffile.imwrite("la/tifffile.tif", np.stack([a, a + 1], -1).astype(np.uint8), photometric="minisblack", extrasamples=["unassalpha"])
+# RGB stored planar (one plane per sample), which Pillow interleaves.
+tifffile.imwrite("la/planar_rgb.tif", np.stack([a, a // 2, 255 - a]).astype(np.uint8), photometric="rgb", planarconfig="separate")
 lum = {{}}
 for f in sorted(os.listdir("la")):
     g = np.array(Image.open("la/" + f).convert("L")).astype(np.int64)
@@ -822,7 +825,8 @@ json.dump(lum, open("la.json", "w"))
     ));
     let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
     assert_eq!((opened, refused), (9, 3));
-    // LA TIFFs were refused as "Multiband" images even under luminance.
+    // LA TIFFs were refused as "Multiband" images even under luminance,
+    // and planar RGB read only its first plane (an error).
     let lum: Value =
         serde_json::from_str(&std::fs::read_to_string(env.path("la.json")).expect("la.json")).expect("json");
     env.write(

@@ -28,6 +28,8 @@ struct Head {
     bits: u16,
     samples: u16,
     format: u16,
+    /// PlanarConfiguration: 1 chunky, 2 planar.
+    planar: u16,
 }
 
 fn head(b: &[u8]) -> Option<Head> {
@@ -71,6 +73,7 @@ fn head(b: &[u8]) -> Option<Head> {
         bits: 1,
         samples: 1,
         format: 1,
+        planar: 1,
     };
     for i in 0..count.min(4096) {
         let e = first.checked_add(i * entry)?;
@@ -99,6 +102,7 @@ fn head(b: &[u8]) -> Option<Head> {
             262 if typ == 3 => h.photometric = Some((value, at)),
             277 => h.samples = value,
             339 => h.format = value,
+            284 => h.planar = value,
             _ => {}
         }
     }
@@ -164,9 +168,9 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
     // One image's decoded samples at most as large as Pillow would load.
     limits.decoding_buffer_size = (super::MAX_PIXELS * 4) as usize;
     let mut d = Decoder::new(Cursor::new(bytes)).map_err(err)?.with_limits(limits);
-    let (w, h) = d.dimensions().map_err(err)?;
-    check_size(w.into(), h.into())?;
-    let (width, height) = (w as usize, h as usize);
+    let (w, ht) = d.dimensions().map_err(err)?;
+    check_size(w.into(), ht.into())?;
+    let (width, height) = (w as usize, ht as usize);
     let color = d.colortype().map_err(err)?;
     let palette = if palette_image {
         let map: Vec<u16> = d.get_tag_u16_vec(Tag::ColorMap).map_err(err)?;
@@ -194,7 +198,26 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
             .and_then(|v| v.first().copied()),
         _ => None,
     };
-    let data = d.read_image().map_err(err)?;
+    // Every plane (a planar RGB image keeps each sample in a plane of its
+    // own; `read_image` reads only the first), interleaved as Pillow
+    // gives them.
+    let mut data = DecodingResult::U8(Vec::new());
+    d.read_image_to_buffer(&mut data).map_err(err)?;
+    if h.planar == 2
+        && h.samples > 1
+        && let DecodingResult::U8(v) = &mut data
+    {
+        let (n, k) = (width * height, usize::from(h.samples));
+        if v.len() >= n * k {
+            let mut out = vec![0u8; n * k];
+            for (c, plane) in v.chunks_exact(n).take(k).enumerate() {
+                for (i, &x) in plane.iter().enumerate() {
+                    out[i * k + c] = x;
+                }
+            }
+            *v = out;
+        }
+    }
     let unsupported = || format!("TIFF: {color:?} images with these samples are not read (Pillow's modes only)");
     let (mode, samples) = match (color, data) {
         (ColorType::Gray(1), DecodingResult::U8(v)) if !palette_image => {
