@@ -935,3 +935,29 @@ pillow_counts(1, 255)
     let (opened, refused) = compare_with_pillow_counts(&env, 1, 255);
     assert_eq!((opened, refused), (5, 2));
 }
+
+#[test]
+fn truncated_jpeg_masks_are_errors_as_pillow_raises_on_them() {
+    // Pillow raises "image file is truncated" on a JPEG whose data ends
+    // before the end-of-image marker (even when only the marker is
+    // missing); zune-jpeg filled the rest in gray and the mask passed.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+import io
+os.makedirs("m", exist_ok=True)
+rng = np.random.default_rng(8)
+# 8x8 blocks of one value at quality 100: decoded alike by every decoder
+a = (rng.integers(0, 5, (9, 11)) * 6).astype(np.uint8).repeat(8, 0).repeat(8, 1)
+for name, kw in [("base", {{}}), ("prog", {{"progressive": True}})]:
+    b = io.BytesIO(); Image.fromarray(a).save(b, format="JPEG", quality=100, **kw); d = b.getvalue()
+    open(f"m/{{name}}_whole.jpg", "wb").write(d)
+    open(f"m/{{name}}_half.jpg", "wb").write(d[: len(d) // 2])
+    open(f"m/{{name}}_no_eoi.jpg", "wb").write(d[:-2])
+Image.fromarray(a).save("m/clean.png")
+pillow_counts(21, 255)
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
+    assert_eq!((opened, refused), (3, 4));
+}
