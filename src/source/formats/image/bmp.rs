@@ -65,6 +65,11 @@ pub(super) fn decode(b: &[u8]) -> Result<Image, String> {
             ));
         }
     };
+    if mode == Mode::P && colors > 65536 {
+        return Err(format!(
+            "BMP: the header claims a palette of {colors} colours: Pillow refuses it (\"Unsupported BMP Palette size\"), so the loader cannot open it"
+        ));
+    }
     let palette = if mode == Mode::P {
         let n = if colors == 0 || colors > 1 << bpp {
             1 << bpp
