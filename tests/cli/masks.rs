@@ -781,8 +781,9 @@ fn compare_with_pillow_counts(env: &Env, c: u32, ignore: u32) -> (usize, usize) 
 #[test]
 fn tiff_masks_of_every_sample_type_open_as_pillow_13_opens_them() {
     // Palette TIFFs (Pillow's own P save, tifffile's colormap) give their
-    // indices; int8 reads as its unsigned bytes (`L`), little-endian uint32
-    // as int32 (`I;32N`, 2^31 wraps), WhiteIsZero at 16 bits uninverted,
+    // indices (ZSTD-compressed ones too, as Pillow writes them); int8 reads
+    // as its unsigned bytes (`L`), little-endian uint32 as int32 (`I;32N`,
+    // 2^31 wraps), WhiteIsZero at 16 bits uninverted,
     // BigTIFF like TIFF; float64, int64 and big-endian uint32 have no Pillow
     // mode: the loader fails on them, so they are errors.
     let env = Env::new();
@@ -795,6 +796,8 @@ a = rng.integers(0, 30, (23, 19)); a[0, 0] = 255; a[1, 1] = 200
 im = Image.fromarray(a.astype(np.uint8)).convert("P"); im.putpalette(rng.integers(0, 256, 768).tolist())
 im.save("m/pillow_p.tif")
 im.save("m/pillow_p_lzw.tif", compression="tiff_lzw")
+im.save("m/pillow_p_zstd.tif", compression="zstd")
+Image.fromarray(a.astype(np.uint16)).save("m/pillow_i16_zstd.tif", compression="zstd")
 cm = np.arange(3 * 256, dtype=np.uint16).reshape(3, 256) * 85
 tifffile.imwrite("m/tifffile_p.tif", a.astype(np.uint8), colormap=cm, photometric="palette")
 s8 = a.astype(np.int8); s8[2, 2] = -1; s8[3, 3] = -128
@@ -824,7 +827,7 @@ json.dump(lum, open("la.json", "w"))
 "#
     ));
     let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
-    assert_eq!((opened, refused), (9, 3));
+    assert_eq!((opened, refused), (11, 3));
     // LA TIFFs were refused as "Multiband" images even under luminance,
     // and planar RGB read only its first plane (an error).
     let lum: Value =
