@@ -258,8 +258,10 @@ fn yolo_classes(file: &Path) -> Result<i128, Error> {
         key: "yolo_data".into(),
         message,
     };
-    /// The number of entries of `names`, whatever they hold.
-    struct Count(usize);
+    /// The number of entries of `names`, whatever they hold, and for a
+    /// mapping the smallest and largest key as ultralytics' `int(k)` reads
+    /// them (`None` inside: a key `int()` refuses).
+    struct Count(usize, Option<Option<(i128, i128)>>);
     impl<'de> serde::Deserialize<'de> for Count {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
             struct V;
@@ -273,14 +275,27 @@ fn yolo_classes(file: &Path) -> Result<i128, Error> {
                     while s.next_element::<IgnoredAny>()?.is_some() {
                         n += 1;
                     }
-                    Ok(Count(n))
+                    Ok(Count(n, None))
                 }
                 fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Count, A::Error> {
                     let mut n = 0;
-                    while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    let mut keys: Option<(i128, i128)> = None;
+                    let mut refused = false;
+                    while let Some((k, IgnoredAny)) = m.next_entry::<serde_json::Value, IgnoredAny>()? {
                         n += 1;
+                        let k = match &k {
+                            serde_json::Value::Number(v) => v.as_i64().map(i128::from),
+                            serde_json::Value::String(v) => v.trim().parse::<i128>().ok(),
+                            _ => None,
+                        };
+                        match k {
+                            Some(k) => {
+                                keys = Some(keys.map_or((k, k), |(lo, hi)| (lo.min(k), hi.max(k))));
+                            }
+                            None => refused = true,
+                        }
                     }
-                    Ok(Count(n))
+                    Ok(Count(n, Some(if refused { None } else { keys })))
                 }
             }
             d.deserialize_any(V)
@@ -301,10 +316,18 @@ fn yolo_classes(file: &Path) -> Result<i128, Error> {
         })
         .transpose()?;
     match (data.names, nc) {
-        (Some(Count(n)), Some(nc)) if n as i128 != nc => Err(err(format!(
+        (Some(Count(n, _)), Some(nc)) if n as i128 != nc => Err(err(format!(
             "'names' length {n} and 'nc: {nc}' must match (ultralytics refuses this dataset)"
         ))),
-        (Some(Count(n)), _) => Ok(n as i128),
+        // check_class_names: the keys of a mapping must be 0..n-1.
+        (Some(Count(_, Some(None))), _) => Err(err(
+            "a key of the `names` mapping is not an integer (ultralytics' int(k) refuses it)".into(),
+        )),
+        (Some(Count(n, Some(Some((lo, hi))))), _) if hi >= n as i128 => Err(err(format!(
+            "{n}-class dataset requires class indices 0-{}, but you have invalid class indices {lo}-{hi} defined in your dataset YAML (ultralytics refuses this dataset)",
+            n as i128 - 1
+        ))),
+        (Some(Count(n, _)), _) => Ok(n as i128),
         (None, Some(nc)) => Ok(nc),
         (None, None) => Err(err("neither `nc` nor `names`: ultralytics needs one of them".into())),
     }

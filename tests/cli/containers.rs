@@ -514,3 +514,93 @@ with wds.TarWriter('s.tar') as w:
     );
     env.check_json(&["-s", "p.yaml", "shards"], 0);
 }
+
+#[test]
+fn webdataset_shard_cut_inside_a_members_padding_is_an_error_as_tarfile_raises() {
+    // A shard cut after a member's data but before the end of its 512-byte
+    // padding: webdataset (tarfile's stream mode) raises "unexpected end of
+    // data", so training stops. It used to pass, its samples checked. The
+    // intact shard beside it is still checked, its bad label counted.
+    let env = Env::new();
+    env.python(
+        r#"
+import tarfile, webdataset as wds
+for name in ('whole.tar', 'cut.tar'):
+    with wds.TarWriter(name) as w:
+        for i in range(4):
+            w.write({'__key__': f's{i:03d}', 'cls': 4 * i})
+d = open('cut.tar', 'rb').read()
+# TarWriter writes a pax header before each member: cut the file 100 bytes
+# after the data of the second member, inside its padding.
+m = tarfile.open('cut.tar').getmembers()[1]
+cut = m.offset_data + m.size + 100
+assert cut < m.offset_data + 512
+open('cut.tar', 'wb').write(d[:cut])
+seen = []
+try:
+    for s in wds.WebDataset('cut.tar', shardshuffle=False, empty_check=False):
+        seen.append(s['cls'])
+    raise SystemExit('cut.tar did not raise')
+except tarfile.ReadError:
+    pass
+labels = [int(s['cls']) for s in wds.WebDataset('whole.tar', shardshuffle=False)]
+json.dump({'bad_whole': sum(1 for v in labels if v >= 10)}, open('want.json', 'w'))
+"#,
+    );
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    env.write("s.yaml", "columns:\n  cls: {kind: class, num_classes: 10}\n");
+    let report = env.check_json(&["-s", "s.yaml", "whole.tar", "cut.tar"], 2);
+    let errors = report["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["file"], "cut.tar");
+    let m = errors[0]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("truncated tar archive") && m.contains("padding"), "{m}");
+    let (n, ex) = hits(&report, "cls", "class");
+    assert_eq!(n, want["bad_whole"].as_u64().expect("count"));
+    assert!(ex.iter().all(|e| e.0 == "whole.tar"), "{ex:?}");
+}
+
+#[test]
+fn webdataset_shard_cut_at_a_member_boundary_is_checked_with_a_warning() {
+    // Cut exactly between members, a shard has no end-of-archive blocks:
+    // webdataset reads the samples present and stops without an error
+    // (the rest of the shard is lost silently). preflight checks what is
+    // there, as webdataset reads it, and says the shard looks cut.
+    let env = Env::new();
+    env.python(
+        r#"
+import tarfile, webdataset as wds
+with wds.TarWriter('whole.tar') as w:
+    for i in range(6):
+        w.write({'__key__': f's{i:03d}', 'cls': 3 * i})
+d = open('whole.tar', 'rb').read()
+# at the start of the sixth member (its pax header): labels 0..12 remain
+open('cut.tar', 'wb').write(d[:tarfile.open('whole.tar').getmembers()[5].offset])
+seen = {n: [int(s['cls']) for s in wds.WebDataset(n, shardshuffle=False)] for n in ('whole.tar', 'cut.tar')}
+json.dump({n: sum(1 for v in s if v >= 10) for n, s in seen.items()} | {'rows_cut': len(seen['cut.tar'])},
+          open('want.json', 'w'))
+"#,
+    );
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    env.write("s.yaml", "columns:\n  cls: {kind: class, num_classes: 10}\n");
+    let report = env.check_json(&["-s", "s.yaml", "cut.tar"], 1);
+    assert_eq!(report["rows"].as_u64(), want["rows_cut"].as_u64());
+    assert_eq!(hits(&report, "cls", "class").0, want["cut.tar"].as_u64().expect("n"));
+    let w = report["warnings"].as_array().expect("warnings");
+    assert!(
+        w.iter().any(|m| m
+            .as_str()
+            .is_some_and(|m| m.starts_with("cut.tar: the shard ends right after its last member"))),
+        "{w:#?}"
+    );
+    let report = env.check_json(&["-s", "s.yaml", "whole.tar"], 1);
+    assert_eq!(hits(&report, "cls", "class").0, want["whole.tar"].as_u64().expect("n"));
+    assert!(
+        report
+            .get("warnings")
+            .is_none_or(|w| w.as_array().is_some_and(Vec::is_empty)),
+        "{report:#}"
+    );
+}

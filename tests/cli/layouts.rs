@@ -851,3 +851,124 @@ touch('data/b/gone.jpg', '../../nowhere.jpg')
     assert_eq!(report["files"], 2);
     assert_eq!(report["violations"], 0);
 }
+
+#[test]
+fn yolo_lines_split_as_python_splits_them() {
+    // ultralytics reads label files in text mode and splits them with
+    // `str.splitlines()`: a lone `\r` (classic Mac), `\v`, `\f`, U+2028
+    // and friends end a line too, and `float()` takes `1_0`. Each line is a
+    // row of its own, with the class ultralytics reads.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{YOLO_PY}
+os.makedirs("labels", exist_ok=True)
+files = {{
+    "labels/cr.txt": "0 0.5 0.5 0.1 0.1\r79 0.5 0.5 0.2 0.2\r",
+    "labels/crlf.txt": "0 0.5 0.5 0.1 0.1\r\n80 0.5 0.5 0.2 0.2\r\n",
+    "labels/vt.txt": "1 0.5 0.5 0.1 0.1\x0b2 0.4 0.5 0.2 0.2\x0c3 0.3 0.5 0.1 0.1\n",
+    "labels/ls.txt": "4 0.5 0.5 0.1 0.1\u20285 0.5 0.5 0.1 0.1\u008581 0.5 0.5 0.1 0.1",
+    "labels/underscore.txt": "1_0 0.5 0.5 0.1 0.1\n",
+}}
+for p, text in files.items():
+    open(p, "w", encoding="utf-8", newline="").write(text)
+json.dump({{p: {{"classes": [float(c) for c in read_labels(p)[:, 0]], "verdict": verdict(p)}} for p in files}},
+          open("want.json", "w"))
+"#
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: 80}\n  x: {kind: range, max: -1}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "labels", "--max-examples", "1000"], 1);
+    let want = read_json(&env, "want.json");
+    let (_, xs) = hits(&report, "x", "range");
+    let (_, bad) = hits(&report, "class", "class");
+    let w = warnings(&report);
+    for (path, want) in want.as_object().expect("object") {
+        let classes: Vec<f64> = want["classes"]
+            .as_array()
+            .expect("classes")
+            .iter()
+            .map(|c| c.as_f64().expect("class"))
+            .collect();
+        // One row per line ultralytics reads, at its line number.
+        let rows: Vec<u64> = xs.iter().filter(|e| &e.0 == path).map(|e| e.1).collect();
+        assert_eq!(rows, (0..classes.len() as u64).collect::<Vec<_>>(), "{path}");
+        // The classes at or above nc, exactly.
+        let over: Vec<(u64, f64)> = bad
+            .iter()
+            .filter(|e| &e.0 == path)
+            .map(|e| (e.1, e.2.as_f64().expect("class")))
+            .collect();
+        let want_over: Vec<(u64, f64)> = classes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c >= 80.0)
+            .map(|(i, c)| (i as u64, *c))
+            .collect();
+        assert_eq!(over, want_over, "{path}");
+        // Dropped exactly when ultralytics drops it.
+        let said = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
+        assert_eq!(said, !want["verdict"].is_null(), "{path}: {want} / {w:#?}");
+    }
+}
+
+#[test]
+fn yolo_names_mapping_with_a_gap_is_refused_as_ultralytics_refuses_it() {
+    // ultralytics' check_class_names: `names` as {index: name} must have the
+    // keys 0..n-1 (ints, or strings int() reads); {0: a, 2: b} raises
+    // KeyError ("2-class dataset requires class indices 0-1"), so training
+    // never starts. It used to pass as nc = 2, the label 2 reported as a
+    // class violation.
+    let env = Env::new();
+    env.python(
+        r#"
+import yaml
+os.makedirs("labels", exist_ok=True)
+open("labels/a.txt", "w").write("0 0.5 0.5 0.1 0.1\n2 0.5 0.5 0.1 0.1\n")
+variants = {"gap": {0: "a", 2: "b"}, "strkeys": {"0": "a", "1": "b", "2": "c"}, "ok": {0: "a", 1: "b"},
+            "word": {"a": "x"}, "list": ["a", "b", "c"]}
+def check_class_names(names):  # ultralytics/nn/autobackend.py (8.3)
+    if isinstance(names, list):
+        names = dict(enumerate(names))
+    names = {int(k): str(v) for k, v in names.items()}
+    n = len(names)
+    if max(names.keys()) >= n:
+        raise KeyError(f"{n}-class dataset requires class indices 0-{n - 1}")
+    return names
+want = {}
+for k, names in variants.items():
+    yaml.safe_dump({"names": names}, open(f"{k}.yaml", "w"))
+    try:
+        nc = len(check_class_names(names))
+        want[k] = sum(1 for c in (0, 2) if c >= nc)
+    except (KeyError, ValueError):
+        want[k] = None
+json.dump(want, open("want.json", "w"))
+"#,
+    );
+    let want = read_json(&env, "want.json");
+    for (k, want) in want.as_object().expect("object") {
+        env.write(
+            "s.yaml",
+            &format!(
+                "dataset: {{layout: yolo}}\ncolumns:\n  class: {{kind: class, num_classes: {{yolo_data: {k}.yaml}}}}\n"
+            ),
+        );
+        match want.as_u64() {
+            None => {
+                let r = env.run(&["check", "-s", "s.yaml", "labels", "--format", "json"]);
+                assert_eq!(r.code, 2, "{k}: {}", r.stdout);
+                assert!(
+                    r.stderr.contains(&format!("{k}.yaml")) || r.stdout.contains(&format!("{k}.yaml")),
+                    "{k}: {r:?}",
+                    r = (&r.stdout, &r.stderr)
+                );
+            }
+            Some(n) => {
+                let report = env.check_json(&["-s", "s.yaml", "labels"], if n > 0 { 1 } else { 0 });
+                assert_eq!(hits(&report, "class", "class").0, n, "{k}");
+            }
+        }
+    }
+}

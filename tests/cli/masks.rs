@@ -677,3 +677,294 @@ with pa.ipc.new_stream("s.arrows", t.schema) as w:
     );
     assert!(r["errors"].to_string().contains("row 1: not an image"), "{r:#}");
 }
+
+/// Per file of `m/`: what `np.array(Image.open(f))` gives against a
+/// `num_classes` / `ignore_index` bound — the count of each offending value,
+/// or `null` where Pillow cannot open or load the file (the loader fails on
+/// it) — written to `pillow.json`.
+const PILLOW_COUNTS: &str = r#"
+from PIL import Image
+def pillow_counts(c, ignore):
+    out = {}
+    for f in sorted(os.listdir("m")):
+        try:
+            a = np.array(Image.open("m/" + f)).astype(np.int64)
+        except Exception:
+            out[f] = None
+            continue
+        bad = ((a >= c) | (a < 0)) & (a != ignore)
+        v, n = np.unique(a[bad], return_counts=True)
+        out[f] = {str(int(x)): int(k) for x, k in zip(v, n)}
+    json.dump(out, open("pillow.json", "w"))
+"#;
+
+/// Checks `m/` with a class rule of `c` classes and ignore index `ignore`
+/// and compares every file with `pillow.json`: the same count per offending
+/// value, and an error exactly where Pillow fails. Returns how many files
+/// Pillow opened and how many it refused.
+fn compare_with_pillow_counts(env: &Env, c: u32, ignore: u32) -> (usize, usize) {
+    env.write(
+        "c.yaml",
+        &format!("version: 1\ncolumns:\n  pixels: {{kind: class, num_classes: {c}, ignore_index: {ignore}}}\n"),
+    );
+    let r = env.run(&[
+        "check",
+        "-s",
+        "c.yaml",
+        "m",
+        "--format",
+        "json",
+        "--violations-out",
+        "v.jsonl",
+    ]);
+    let report = r.json();
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("pillow.json")).expect("pillow.json")).expect("json");
+    let mut got: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for line in std::fs::read_to_string(env.path("v.jsonl"))
+        .expect("violations")
+        .lines()
+    {
+        let v: Value = serde_json::from_str(line).expect("jsonl");
+        let file = v["file"].as_str().expect("file").trim_start_matches("m/").to_string();
+        *got.entry(file).or_default().entry(v["value"].to_string()).or_default() += 1;
+    }
+    let errors: Vec<String> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["file"].as_str().expect("file").trim_start_matches("m/").to_string())
+        .collect();
+    let (mut opened, mut refused) = (0, 0);
+    for (file, counts) in want.as_object().expect("object") {
+        if counts.is_null() {
+            assert!(
+                errors.contains(file),
+                "{file}: Pillow cannot open it, preflight must fail it: {report:#}"
+            );
+            refused += 1;
+            continue;
+        }
+        assert!(
+            !errors.contains(file),
+            "{file}: Pillow opens it, preflight failed it: {report:#}"
+        );
+        let want: BTreeMap<String, u64> = counts
+            .as_object()
+            .expect("counts")
+            .iter()
+            .map(|(k, n)| (k.clone(), n.as_u64().expect("count")))
+            .collect();
+        assert_eq!(
+            got.remove(file).unwrap_or_default(),
+            want,
+            "{file}: counts differ from Pillow's"
+        );
+        opened += 1;
+    }
+    let code = if !errors.is_empty() {
+        2
+    } else if want
+        .as_object()
+        .expect("o")
+        .values()
+        .any(|c| c.as_object().is_some_and(|c| !c.is_empty()))
+    {
+        1
+    } else {
+        0
+    };
+    assert_eq!(r.code, code, "{}", r.stderr);
+    (opened, refused)
+}
+
+#[test]
+fn tiff_masks_of_every_sample_type_open_as_pillow_13_opens_them() {
+    // Palette TIFFs (Pillow's own P save, tifffile's colormap) give their
+    // indices (ZSTD-compressed ones too, as Pillow writes them); int8 reads
+    // as its unsigned bytes (`L`), little-endian uint32 as int32 (`I;32N`,
+    // 2^31 wraps), WhiteIsZero at 16 bits uninverted,
+    // BigTIFF like TIFF; float64, int64 and big-endian uint32 have no Pillow
+    // mode: the loader fails on them, so they are errors.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+import tifffile
+os.makedirs("m", exist_ok=True)
+rng = np.random.default_rng(5)
+a = rng.integers(0, 30, (23, 19)); a[0, 0] = 255; a[1, 1] = 200
+im = Image.fromarray(a.astype(np.uint8)).convert("P"); im.putpalette(rng.integers(0, 256, 768).tolist())
+im.save("m/pillow_p.tif")
+im.save("m/pillow_p_lzw.tif", compression="tiff_lzw")
+im.save("m/pillow_p_zstd.tif", compression="zstd")
+Image.fromarray(a.astype(np.uint16)).save("m/pillow_i16_zstd.tif", compression="zstd")
+cm = np.arange(3 * 256, dtype=np.uint16).reshape(3, 256) * 85
+tifffile.imwrite("m/tifffile_p.tif", a.astype(np.uint8), colormap=cm, photometric="palette")
+s8 = a.astype(np.int8); s8[2, 2] = -1; s8[3, 3] = -128
+tifffile.imwrite("m/int8.tif", s8)
+u32 = a.astype(np.uint32); u32[4, 4] = 2 ** 31 + 7; u32[5, 5] = 2 ** 32 - 1
+tifffile.imwrite("m/uint32.tif", u32)
+tifffile.imwrite("m/uint32_be.tif", u32, byteorder=">")
+tifffile.imwrite("m/float64.tif", a.astype(np.float64))
+tifffile.imwrite("m/int64.tif", a.astype(np.int64))
+tifffile.imwrite("m/bigtiff.tif", a.astype(np.uint8), bigtiff=True)
+tifffile.imwrite("m/white16.tif", a.astype(np.uint16), photometric="miniswhite")
+tifffile.imwrite("m/white8.tif", a.astype(np.uint8), photometric="miniswhite")
+tifffile.imwrite("m/lx.tif", np.stack([a, a + 1], -1).astype(np.uint8), photometric="minisblack", extrasamples=["unspecified"])
+pillow_counts(21, 255)
+# Gray + alpha (Pillow's LA save, tifffile's unassociated alpha) and planar
+# RGB, read as luminance.
+os.makedirs("la", exist_ok=True)
+Image.fromarray(np.stack([a, a], -1).astype(np.uint8), "LA").save("la/pillow.tif")
+tifffile.imwrite("la/tifffile.tif", np.stack([a, a + 1], -1).astype(np.uint8), photometric="minisblack", extrasamples=["unassalpha"])
+# RGB stored planar (one plane per sample), which Pillow interleaves.
+tifffile.imwrite("la/planar_rgb.tif", np.stack([a, a // 2, 255 - a]).astype(np.uint8), photometric="rgb", planarconfig="separate")
+lum = {{}}
+for f in sorted(os.listdir("la")):
+    g = np.array(Image.open("la/" + f).convert("L")).astype(np.int64)
+    lum[f] = int(((g >= 21) & (g != 255)).sum())
+json.dump(lum, open("la.json", "w"))
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
+    assert_eq!((opened, refused), (11, 3));
+    // LA TIFFs were refused as "Multiband" images even under luminance,
+    // and planar RGB read only its first plane (an error).
+    let lum: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("la.json")).expect("la.json")).expect("json");
+    env.write(
+        "l.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 21, ignore_index: 255, decode: luminance}\n",
+    );
+    for (f, n) in lum.as_object().expect("object") {
+        let report = env.check_json(&["-s", "l.yaml", &format!("la/{f}")], 1);
+        assert_eq!(check(&report, "pixels", "class")["violations"], *n, "{f}");
+    }
+}
+
+#[test]
+fn png_chunks_before_the_image_data_with_a_bad_crc_are_errors_as_pillow_refuses_them() {
+    // Pillow checks the CRC of every chunk before the first IDAT (tEXt,
+    // pHYs, PLTE, ...) and refuses the file on a mismatch: the loader fails
+    // on it. A CRC mismatch in an ancillary chunk used to pass unnoticed.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+from PIL import PngImagePlugin
+os.makedirs("m", exist_ok=True)
+rng = np.random.default_rng(9)
+a = rng.integers(0, 30, (17, 13)).astype(np.uint8); a[0, 0] = 255
+info = PngImagePlugin.PngInfo(); info.add_text("Software", "labeler")
+Image.fromarray(a).save("m/good.png", pnginfo=info)
+d = bytearray(open("m/good.png", "rb").read())
+def spoil(kind, name):
+    b = bytearray(d)
+    i = b.index(kind); n = int.from_bytes(b[i - 4:i], "big")
+    b[i + 4 + n] ^= 1
+    open(name, "wb").write(b)
+spoil(b"tEXt", "m/text_crc.png")
+spoil(b"pHYs", "m/phys_crc.png") if b"pHYs" in d else None
+im = Image.fromarray(a).convert("P"); im.putpalette(rng.integers(0, 256, 768).tolist()); im.save("m/p.png")
+b = bytearray(open("m/p.png", "rb").read()); i = b.index(b"PLTE"); n = int.from_bytes(b[i - 4:i], "big"); b[i + 4 + n] ^= 1
+open("m/plte_crc.png", "wb").write(b)
+pillow_counts(21, 255)
+spoil(b"IDAT", "idat_crc.png")
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
+    assert_eq!(opened, 2);
+    assert!(refused >= 2, "{refused}");
+    // A bad CRC in IDAT (which Pillow does not check) is still an error
+    // (the file is corrupt), said plainly.
+    env.write(
+        "s.yaml",
+        "version: 1\ncolumns:\n  pixels: {kind: class, num_classes: 21, ignore_index: 255}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "idat_crc.png"], 2);
+    let e = &report["errors"][0];
+    assert_eq!(e["file"], "idat_crc.png");
+    assert!(
+        e["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("PNG: the CRC of an `IDAT` chunk does not match"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn bmp_gray_palettes_read_as_pillow_reads_them() {
+    // Pillow drops a BMP palette that is black/white (2 colours) or (i, i, i)
+    // for every index and reads the rows as `1` or `L` whatever their bit
+    // depth: a 4-bit bitmap with such a palette fails in its decoder (the
+    // loader cannot open it), and a 4- or 8-bit one with a black/white
+    // palette reads as packed bits, not as its indices. Pillow does not
+    // write these; a small writer here does (as mask tools do).
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+import struct
+os.makedirs("m", exist_ok=True)
+def bmp(path, arr, bits, palette):
+    h, w = arr.shape
+    stride = ((w * bits + 31) // 32) * 4
+    rows = []
+    for r in arr:
+        per = 8 // bits; b = bytearray()
+        for i in range(0, w, per):
+            acc = 0
+            for j in range(per):
+                acc = (acc << bits) | (int(r[i + j]) if i + j < w else 0)
+            b.append(acc)
+        rows.append(bytes(b) + b"\0" * (stride - len(b)))
+    px = b"".join(rows[::-1])
+    pal = b"".join(bytes([c[2], c[1], c[0], 0]) for c in palette)
+    off = 14 + 40 + len(pal)
+    hdr = b"BM" + struct.pack("<IHHI", off + len(px), 0, 0, off) + struct.pack(
+        "<IiiHHIIiiII", 40, w, h, 1, bits, 0, len(px), 2835, 2835, len(palette), 0)
+    open(path, "wb").write(hdr + pal + px)
+rng = np.random.default_rng(4)
+a = rng.integers(0, 16, (7, 13))
+bmp("m/g4_gray16.bmp", a, 4, [(i, i, i) for i in range(16)])
+bmp("m/g4_gray3.bmp", a % 3, 4, [(0, 0, 0), (1, 1, 1), (2, 2, 2)])
+bmp("m/g4_bw.bmp", a % 2, 4, [(0, 0, 0), (255, 255, 255)])
+bmp("m/g8_bw.bmp", a % 2, 8, [(0, 0, 0), (255, 255, 255)])
+bmp("m/g8_gray16.bmp", a, 8, [(i, i, i) for i in range(16)])
+bmp("m/c4.bmp", a, 4, [(i * 16, 255 - i, 7) for i in range(16)])
+bmp("m/g1_bw.bmp", a % 2, 1, [(0, 0, 0), (255, 255, 255)])
+# a header claiming 2^20 palette colours (biClrUsed): Pillow refuses it
+bmp("m/c8_huge_palette.bmp", a, 8, [(i, 0, 0) for i in range(16)])
+d = bytearray(open("m/c8_huge_palette.bmp", "rb").read()); d[46:50] = struct.pack("<I", 1 << 20)
+open("m/c8_huge_palette.bmp", "wb").write(d)
+pillow_counts(1, 255)
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 1, 255);
+    assert_eq!((opened, refused), (5, 3));
+}
+
+#[test]
+fn truncated_jpeg_masks_are_errors_as_pillow_raises_on_them() {
+    // Pillow raises "image file is truncated" on a JPEG whose data ends
+    // before the end-of-image marker (even when only the marker is
+    // missing); zune-jpeg filled the rest in gray and the mask passed.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{PILLOW_COUNTS}
+import io
+os.makedirs("m", exist_ok=True)
+rng = np.random.default_rng(8)
+# 8x8 blocks of one value at quality 100: decoded alike by every decoder
+a = (rng.integers(0, 5, (9, 11)) * 6).astype(np.uint8).repeat(8, 0).repeat(8, 1)
+for name, kw in [("base", {{}}), ("prog", {{"progressive": True}})]:
+    b = io.BytesIO(); Image.fromarray(a).save(b, format="JPEG", quality=100, **kw); d = b.getvalue()
+    open(f"m/{{name}}_whole.jpg", "wb").write(d)
+    open(f"m/{{name}}_half.jpg", "wb").write(d[: len(d) // 2])
+    open(f"m/{{name}}_no_eoi.jpg", "wb").write(d[:-2])
+Image.fromarray(a).save("m/clean.png")
+pillow_counts(21, 255)
+"#
+    ));
+    let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
+    assert_eq!((opened, refused), (3, 4));
+}

@@ -2,7 +2,9 @@
 //! the PATHs, one object per line, `class x y w h` (normalised centre and
 //! size) or `class x1 y1 x2 y2 ...` (a segment polygon).
 //!
-//! Row i is line i (0-based, lines split at `\n`, a `\r` before it dropped);
+//! Row i is line i (0-based, lines split as ultralytics' text-mode `open`
+//! and `str.splitlines()` split them: at `\n`, `\r\n`, a lone `\r`, and
+//! `\v`, `\f`, U+001C..U+001E, U+0085, U+2028, U+2029);
 //! a blank or whitespace-only line holds no row but keeps its number. The
 //! columns, all `float32` because ultralytics parses the file into a
 //! `np.float32` array:
@@ -70,9 +72,58 @@ pub struct YoloSource {
     notes: Vec<String>,
 }
 
-/// Python's `float()` on a token, then numpy's cast to float32.
+/// Python's `float()` on a token, then numpy's cast to float32 (`1_000`:
+/// underscores between digits are allowed, as Python allows them).
 fn parse(token: &str) -> Option<f32> {
+    if token.contains('_') {
+        let b = token.as_bytes();
+        let between_digits = b
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == b'_')
+            .all(|(i, _)| i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit));
+        if !between_digits {
+            return None;
+        }
+        return token.replace('_', "").parse::<f64>().ok().map(|v| v as f32);
+    }
     token.parse::<f64>().ok().map(|v| v as f32)
+}
+
+/// Python's `str.isspace()` (what `str.split()` and `str.strip()` use):
+/// Unicode white space and the separators U+001C..U+001F.
+fn is_python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// The lines of a label file as ultralytics gets them: `open()` in text
+/// mode turns `\r\n` and a lone `\r` into `\n`, and `str.splitlines()`
+/// also breaks at `\v`, `\f`, U+001C..U+001E, U+0085, U+2028 and U+2029.
+fn python_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let t = rest?;
+        match t.char_indices().find(|(_, c)| {
+            matches!(
+                c,
+                '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+            )
+        }) {
+            Some((at, c)) => {
+                let next = if t[at..].starts_with("\r\n") {
+                    at + 2
+                } else {
+                    at + c.len_utf8()
+                };
+                rest = Some(&t[next..]);
+                Some(&t[..at])
+            }
+            None => {
+                rest = None;
+                Some(t)
+            }
+        }
+    })
 }
 
 impl YoloSource {
@@ -111,9 +162,8 @@ impl YoloSource {
         let mut blank_inside = false;
         let mut seen_row = false;
         let mut pending_blank = false;
-        for (i, line) in text.split('\n').enumerate() {
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            if line.trim().is_empty() {
+        for (i, line) in python_lines(text).enumerate() {
+            if line.trim_matches(is_python_space).is_empty() {
                 // ultralytics strips the file and drops empty lines, but a
                 // whitespace-only line between rows is a row of no columns.
                 if seen_row && !line.is_empty() {
@@ -127,7 +177,11 @@ impl YoloSource {
             seen_row = true;
             lines.push(Line {
                 row: i as u64,
-                values: line.split_whitespace().map(parse).collect(),
+                values: line
+                    .split(is_python_space)
+                    .filter(|t| !t.is_empty())
+                    .map(parse)
+                    .collect(),
             });
         }
         let segments = lines.iter().any(|l| l.values.len() > 6);

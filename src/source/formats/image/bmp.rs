@@ -3,7 +3,9 @@
 //! are its indices, and the format is small enough to read whole here.
 //! Read as Pillow's `BmpImagePlugin` does: 1/4/8-bit palette images give
 //! indices (Pillow's `P`, or `1`/`L` for a gray palette, whose values are
-//! the same indices), 24-bit and 32-bit (`BI_RGB`, or `BI_BITFIELDS` with
+//! the same indices — except that Pillow reads a 4/8-bit bitmap with a
+//! black/white palette as packed bits, and fails on a 4-bit one with an
+//! (i, i, i) palette, both followed here), 24-bit and 32-bit (`BI_RGB`, or `BI_BITFIELDS` with
 //! the standard masks) give RGB(A); rows are bottom-up unless the height
 //! is negative. RLE-compressed and 16-bit bitmaps are refused with a
 //! message (rare for masks). The pixel data must lie inside the file before
@@ -63,6 +65,11 @@ pub(super) fn decode(b: &[u8]) -> Result<Image, String> {
             ));
         }
     };
+    if mode == Mode::P && colors > 65536 {
+        return Err(format!(
+            "BMP: the header claims a palette of {colors} colours: Pillow refuses it (\"Unsupported BMP Palette size\"), so the loader cannot open it"
+        ));
+    }
     let palette = if mode == Mode::P {
         let n = if colors == 0 || colors > 1 << bpp {
             1 << bpp
@@ -79,6 +86,29 @@ pub(super) fn decode(b: &[u8]) -> Result<Image, String> {
     } else {
         Vec::new()
     };
+    // Pillow's gray-palette shortcut: when the palette (of the header's
+    // colour count) is exactly black/white for 2 colours, or (i, i, i) for
+    // every index i, Pillow drops it and reads the rows with raw mode `1`
+    // (2 colours) or `L` — whatever the bit depth. At 8 bits `L` gives the
+    // indices; `1` reads the rows as packed bits (at 4 or 8 bits, not the
+    // stored indices); `L` on 1/4-bit rows fails in Pillow's decoder.
+    let mut one_bit_rows = false;
+    if mode == Mode::P {
+        let pillow_colors = if colors == 0 { 1usize << bpp } else { colors };
+        let gray = if pillow_colors == 2 {
+            palette.len() >= 2 && palette[0] == [0; 3] && palette[1] == [255; 3]
+        } else {
+            palette.len() >= pillow_colors && (0..pillow_colors).all(|i| palette[i] == [i as u8; 3] && i < 256)
+        };
+        if gray && pillow_colors <= 2 {
+            one_bit_rows = bpp != 1;
+        } else if gray && bpp != 8 {
+            return Err(format!(
+                "BMP: a {bpp}-bit bitmap with a gray palette of {pillow_colors} colours: Pillow reads it as `L` and \
+                 fails (\"codec configuration error\"), so the loader cannot open it"
+            ));
+        }
+    }
     let stride = (w * bpp as usize).div_ceil(32) * 4;
     let end = stride
         .checked_mul(h)
@@ -91,6 +121,7 @@ pub(super) fn decode(b: &[u8]) -> Result<Image, String> {
         let row = if top_down { y } else { h - 1 - y };
         let row = &data[row * stride..(row + 1) * stride];
         match bpp {
+            _ if one_bit_rows => out.extend((0..w).map(|x| (row[x / 8] >> (7 - x % 8)) & 1)),
             1 | 4 | 8 => {
                 let bits = bpp as usize;
                 let per = 8 / bits;

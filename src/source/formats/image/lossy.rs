@@ -28,8 +28,25 @@ pub(super) fn jpeg(bytes: &[u8]) -> Result<Image, String> {
         .jpeg_set_out_colorspace(out)
         .set_max_width(w.max(1))
         .set_max_height(h.max(1));
-    let mut d = JpegDecoder::new_with_options(Cursor::new(bytes), options);
-    let pixels = d.decode().map_err(err)?;
+    // Pillow (libjpeg) raises "image file is truncated" when the data ends
+    // before the decoder reaches the end-of-image marker, even when only
+    // the marker is missing; zune-jpeg fills the rest in gray unless it
+    // runs strict. Strict decoding decides truncation; any other complaint
+    // of the strict decoder (extraneous bytes, stray markers: libjpeg
+    // warns and goes on) falls back to the tolerant decoding.
+    let truncated =
+        |why: String| format!("JPEG: the file is truncated ({why}): Pillow raises \"image file is truncated\" on it");
+    let strict = JpegDecoder::new_with_options(Cursor::new(bytes), options.set_strict_mode(true)).decode();
+    let pixels = match strict {
+        Err(e) if is_truncation(&e) => return Err(truncated(e.to_string())),
+        Ok(p) => p,
+        Err(_) => JpegDecoder::new_with_options(Cursor::new(bytes), options)
+            .decode()
+            .map_err(err)?,
+    };
+    if !has_eoi(bytes) {
+        return Err(truncated("no end-of-image marker after the last scan".into()));
+    }
     if pixels.len() != w * h * mode.channels() {
         return Err(format!("JPEG: {} samples decoded for a {w}x{h} image", pixels.len()));
     }
@@ -42,6 +59,27 @@ pub(super) fn jpeg(bytes: &[u8]) -> Result<Image, String> {
         kind: Kind::Jpeg,
         stored_bits: 8,
     })
+}
+
+/// Whether a strict decoding error says the data ended early.
+fn is_truncation(e: &zune_jpeg::errors::DecodeErrors) -> bool {
+    let text = e.to_string();
+    [
+        "Premature end",
+        "Exhausted data",
+        "No more bytes",
+        "Not enough bytes",
+        "end of file",
+        "EOF",
+    ]
+    .iter()
+    .any(|t| text.contains(t))
+}
+
+/// Whether an end-of-image marker (`FF D9`) follows the last start of scan.
+fn has_eoi(bytes: &[u8]) -> bool {
+    let last_sos = bytes.windows(2).rposition(|w| w == [0xff, 0xda]).unwrap_or(0);
+    bytes[last_sos..].windows(2).any(|w| w == [0xff, 0xd9])
 }
 
 pub(super) fn webp(bytes: &[u8]) -> Result<Image, String> {

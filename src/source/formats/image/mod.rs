@@ -82,7 +82,12 @@ impl Kind {
     pub fn sniff(head: &[u8]) -> Option<Kind> {
         if head.starts_with(b"\x89PNG\r\n\x1a\n") {
             Some(Kind::Png)
-        } else if head.starts_with(b"II*\0") || head.starts_with(b"MM\0*") {
+        } else if head.starts_with(b"II*\0")
+            || head.starts_with(b"MM\0*")
+            || head.starts_with(b"II+\0")
+            || head.starts_with(b"MM\0+")
+        {
+            // Classic TIFF and BigTIFF (which Pillow opens too).
             Some(Kind::Tiff)
         } else if head.starts_with(b"BM") {
             Some(Kind::Bmp)

@@ -15,10 +15,59 @@ use super::{Image, Kind, Mode, Samples, check_size};
 /// ICC profiles): its default.
 const CHUNK_LIMIT: usize = 64 << 20;
 
+/// Checks the CRC of every chunk before the first `IDAT`, as Pillow's
+/// `PngImageFile._open` does: a mismatch there (in any chunk, ancillary
+/// ones such as `tEXt` included) makes `Image.open` raise, so the loader
+/// fails on the file. (The `png` crate skips ancillary chunks' CRCs; the
+/// CRCs of `IDAT` and later chunks it checks, Pillow does not.)
+fn header_crcs(bytes: &[u8]) -> Result<(), String> {
+    let mut at = 8usize;
+    while let Some(head) = bytes.get(at..at.saturating_add(8)) {
+        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let kind = &head[4..8];
+        if kind == b"IDAT" {
+            return Ok(());
+        }
+        let Some(data) = at.checked_add(8 + len).and_then(|end| bytes.get(at + 4..end)) else {
+            return Ok(()); // cut off: the decoder says so
+        };
+        let Some(stored) = bytes.get(at + 8 + len..at + 12 + len) else {
+            return Ok(());
+        };
+        let mut crc = flate2::Crc::new();
+        crc.update(data);
+        if crc.sum().to_be_bytes() != stored {
+            return Err(format!(
+                "PNG: the CRC of the `{}` chunk at byte {at} does not match its data: the file is corrupt, and Pillow refuses to open it (\"broken PNG file\")",
+                String::from_utf8_lossy(kind)
+            ));
+        }
+        at += 12 + len;
+    }
+    Ok(())
+}
+
+/// The `png` crate's error, its chunk type spelt out.
+fn png_error(e: png::DecodingError) -> String {
+    let text = e.to_string();
+    if let (Some(start), true) = (text.find("ChunkType { type: "), text.starts_with("CRC error")) {
+        let kind: String = text[start + 18..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .collect();
+        return format!(
+            "PNG: the CRC of an `{kind}` chunk does not match its data: the file is corrupt ({})",
+            text.split(" while decoding").next().unwrap_or(&text)
+        );
+    }
+    format!("PNG: {text}")
+}
+
 pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
+    header_crcs(bytes)?;
     let mut decoder = Decoder::new_with_limits(Cursor::new(bytes), Limits { bytes: CHUNK_LIMIT });
     decoder.set_transformations(Transformations::IDENTITY);
-    let mut reader = decoder.read_info().map_err(|e| format!("PNG: {e}"))?;
+    let mut reader = decoder.read_info().map_err(png_error)?;
     let info = reader.info();
     let (width, height) = (info.width as usize, info.height as usize);
     check_size(info.width.into(), info.height.into())?;
@@ -36,7 +85,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
     // starts from zeros; otherwise every row is copied whole, and only
     // what a frame smaller than the image (an APNG `fcTL`) leaves is zeroed.
     let mut buf = crate::pixels::plane_buffer(size, info.interlaced);
-    let out = reader.next_frame(&mut buf).map_err(|e| format!("PNG: {e}"))?;
+    let out = reader.next_frame(&mut buf).map_err(png_error)?;
     let line = out.line_size;
     let written = line.saturating_mul(out.height as usize).min(buf.len());
     buf[written..].fill(0);

@@ -341,6 +341,9 @@ struct Notes {
     bad: (u64, String),
     split: (u64, String),
     keys: HashSet<u128>,
+    /// The shard ends right after its last member, without the zero blocks
+    /// that end a tar archive.
+    unterminated: bool,
 }
 
 impl Notes {
@@ -405,6 +408,14 @@ impl Notes {
                 self.bad.0, self.bad.1
             ));
         }
+        if self.unterminated {
+            out.push(
+                "the shard ends right after its last member, without the zero blocks that end every tar archive \
+                 (Python's tarfile and GNU tar write them): it was probably cut at a member boundary, and webdataset \
+                 reads the samples present without a word, so the rest would be lost silently"
+                    .into(),
+            );
+        }
         out
     }
 }
@@ -457,9 +468,10 @@ impl WdsSource {
                 pos: 0,
             });
             let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
-            tarwalk::walk(entries, Some(len), |mut m| {
+            let end = tarwalk::walk(entries, Some(len), |mut m| {
                 list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
             })?;
+            notes.unterminated = end > 0 && end >= len;
             object = Some(input);
             Some(len)
         } else if compression == Compression::None {
@@ -467,9 +479,10 @@ impl WdsSource {
             let len = file.metadata()?.len();
             let mut archive = tar::Archive::new(PosReader::new(file, 0));
             let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
-            tarwalk::walk(entries, Some(len), |mut m| {
+            let end = tarwalk::walk(entries, Some(len), |mut m| {
                 list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
             })?;
+            notes.unterminated = end > 0 && end >= len;
             Some(len)
         } else {
             let mut archive = tar::Archive::new(compression.stream(path)?);
@@ -872,7 +885,7 @@ pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool 
         let Ok(entries) = archive.entries_with_seek() else {
             return true;
         };
-        tarwalk::walk(entries.raw(true), Some(len), |m| Ok(visit(m.name)))
+        tarwalk::walk(entries.raw(true), Some(len), |m| Ok(visit(m.name))).map(|_| ())
     } else {
         let Ok(stream) = compression.stream(path) else {
             return true;
@@ -881,7 +894,7 @@ pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool 
         let Ok(entries) = archive.entries() else {
             return true;
         };
-        tarwalk::walk(entries.raw(true), None, |m| Ok(visit(m.name)))
+        tarwalk::walk(entries.raw(true), None, |m| Ok(visit(m.name))).map(|_| ())
     };
     found || walked.is_err()
 }

@@ -43,12 +43,13 @@ pub(super) struct Member<'m, 'e, R: Read> {
 /// returns [`Flow::Stop`] or the archive ends. `len` is the number of bytes
 /// from the walk's start to the end of the file when the walk seeks past
 /// data (a seek past the end does not fail, so a member cut short is found
-/// by its size).
+/// by its size). Returns where the last entry walked ends (its data padded
+/// to a 512-byte block), from the walk's start.
 pub(super) fn walk<R: Read>(
     entries: tar::Entries<'_, R>,
     len: Option<u64>,
     mut visit: impl FnMut(Member<'_, '_, R>) -> Result<Flow, ReadError>,
-) -> Result<(), ReadError> {
+) -> Result<u64, ReadError> {
     let mut long_name: Option<Vec<u8>> = None;
     let mut pax_path: Option<Vec<u8>> = None;
     let mut pax_size: Option<u64> = None;
@@ -79,11 +80,24 @@ pub(super) fn walk<R: Read>(
         next = entry
             .raw_file_position()
             .saturating_add(size.saturating_add(511) & !511);
+        // Python's tarfile seeks past a member's data *and* its padding to
+        // the next 512-byte block, and raises "unexpected end of data" when
+        // the file ends before that: a member whose padding is cut off
+        // fails webdataset as surely as one whose data is.
         if let Some(len) = len
-            && entry.raw_file_position().checked_add(size).is_none_or(|end| end > len)
+            && entry
+                .raw_file_position()
+                .checked_add(size)
+                .and_then(|end| end.checked_add((512 - size % 512) % 512))
+                .is_none_or(|end| end > len)
         {
+            let what = if entry.raw_file_position().saturating_add(size) > len {
+                ""
+            } else {
+                " (its data is there, its padding to the 512-byte block is not: Python's tarfile raises \"unexpected end of data\" on it)"
+            };
             return Err(ReadError::new(format!(
-                "truncated tar archive: a member of {size} bytes runs past the end of the file"
+                "truncated tar archive: a member of {size} bytes runs past the end of the file{what}"
             ))
             .at(format!("tar header at byte {at}")));
         }
@@ -162,7 +176,7 @@ pub(super) fn walk<R: Read>(
             data: &mut entry,
         })?;
         if flow == Flow::Stop {
-            return Ok(());
+            return Ok(next);
         }
     }
     if let Some(at) = first_header {
@@ -171,7 +185,7 @@ pub(super) fn walk<R: Read>(
                 .at(format!("tar header at byte {at}")),
         );
     }
-    Ok(())
+    Ok(next)
 }
 
 /// A tar framing error in words that say what is wrong with the file.
