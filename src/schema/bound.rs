@@ -251,6 +251,21 @@ pub(crate) fn mismatch(bound: &Bound, base: &Path, value: Number) -> Option<Stri
 /// `check_det_dataset` decides it: `len(names)` when `names` is given (a list
 /// or an `{index: name}` mapping), else `nc`; both given and different is
 /// the error ultralytics raises ("'names' length N and 'nc: M' must match").
+/// `nc` as ultralytics' `check_det_dataset` reads it: an `int` (a YAML
+/// bool is one in Python), else `float(nc)` when that is whole (`'10'`,
+/// `10.0`); `None` for what it refuses.
+fn yolo_nc(v: &serde_json::Value) -> Option<i128> {
+    match v {
+        serde_json::Value::Bool(b) => Some(i128::from(*b)),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Some(i128::from(i)),
+            None => n.as_f64().and_then(crate::schema::float_to_whole),
+        },
+        serde_json::Value::String(s) => crate::schema::python_float(s).and_then(crate::schema::float_to_whole),
+        _ => None,
+    }
+}
+
 fn yolo_classes(file: &Path) -> Result<i128, Error> {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
     let err = |message: String| Error::Reference {
@@ -301,20 +316,34 @@ fn yolo_classes(file: &Path) -> Result<i128, Error> {
             d.deserialize_any(V)
         }
     }
+    /// `nc` as written, `null` included (ultralytics refuses a bare `nc:`).
+    #[derive(Default)]
+    enum Nc {
+        #[default]
+        Absent,
+        Given(serde_json::Value),
+    }
+    impl<'de> serde::Deserialize<'de> for Nc {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            serde_json::Value::deserialize(d).map(Nc::Given)
+        }
+    }
     #[derive(serde::Deserialize)]
     struct Data {
-        nc: Option<Number>,
+        #[serde(default)]
+        nc: Nc,
         names: Option<Count>,
     }
     let text = read_text(file, "yolo_data")?;
     let data: Data = serde_saphyr::from_str(&text).map_err(|e| err(format!("not a YOLO dataset YAML: {e}")))?;
-    let nc = data
-        .nc
-        .map(|n| {
-            n.as_whole()
-                .ok_or_else(|| err(format!("nc is {n}, not a whole number")))
-        })
-        .transpose()?;
+    let nc = match data.nc {
+        Nc::Absent => None,
+        Nc::Given(v) => Some(yolo_nc(&v).ok_or_else(|| {
+            err(format!(
+                "'nc: {v}' must be an integer (ultralytics refuses this dataset)"
+            ))
+        })?),
+    };
     match (data.names, nc) {
         (Some(Count(n, _)), Some(nc)) if n as i128 != nc => Err(err(format!(
             "'names' length {n} and 'nc: {nc}' must match (ultralytics refuses this dataset)"
@@ -327,6 +356,9 @@ fn yolo_classes(file: &Path) -> Result<i128, Error> {
             "{n}-class dataset requires class indices 0-{}, but you have invalid class indices {lo}-{hi} defined in your dataset YAML (ultralytics refuses this dataset)",
             n as i128 - 1
         ))),
+        (Some(Count(0, _)), _) | (None, Some(..=0)) => Err(err(
+            "a 0-class dataset: ultralytics needs at least one class name".into(),
+        )),
         (Some(Count(n, _)), _) => Ok(n as i128),
         (None, Some(nc)) => Ok(nc),
         (None, None) => Err(err("neither `nc` nor `names`: ultralytics needs one of them".into())),

@@ -59,6 +59,22 @@ impl fmt::Display for Number {
     }
 }
 
+/// Python's `float()` on text: white space around it is ignored and
+/// underscores may stand between digits (`1_000`).
+pub fn python_float(text: &str) -> Option<f64> {
+    let t = text.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c));
+    if !t.contains('_') {
+        return t.parse().ok();
+    }
+    let b = t.as_bytes();
+    let between_digits = b
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == b'_')
+        .all(|(i, _)| i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit));
+    between_digits.then(|| t.replace('_', "").parse().ok()).flatten()
+}
+
 /// `f` as an exact integer, when it is finite, whole and within i128.
 pub fn float_to_whole(f: f64) -> Option<i128> {
     // 2^126 keeps the cast exact and clear of i128's edges.

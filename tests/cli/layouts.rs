@@ -485,47 +485,20 @@ fn coco_files_that_are_broken_are_their_errors() {
     );
 }
 
-/// ultralytics' reading of a label file (ultralytics/data/utils.py
-/// `verify_image_label` 8.3, the label part, and ops.segments2boxes):
-/// `verdict(path)` is None or why the file is dropped as corrupt (nc 80).
-const YOLO_PY: &str = r#"
-def xyxy2xywh(x):
-    y = np.empty_like(x)
-    y[..., 0] = (x[..., 0] + x[..., 2]) / 2
-    y[..., 1] = (x[..., 1] + x[..., 3]) / 2
-    y[..., 2] = x[..., 2] - x[..., 0]
-    y[..., 3] = x[..., 3] - x[..., 1]
-    return y
-
-def segments2boxes(segments):
-    boxes = []
-    for s in segments:
-        x, y = s.T
-        boxes.append([x.min(), y.min(), x.max(), y.max()])
-    return xyxy2xywh(np.array(boxes))
+/// ultralytics' own reading of a label file (`verify_image_label` and
+/// `segments2boxes`, from the installed package, tests/oracles):
+/// `verdict(path)` is None or why the file is dropped as corrupt (nc 80);
+/// `read_labels(path)` the (N, 5) labels of a file it keeps at any nc.
+const YOLO_PY: &str = concat!(
+    include_str!("../oracles/ultralytics_labels.py"),
+    r#"
+def verdict(lb_file):
+    return label_verdict(lb_file, 80)[0]
 
 def read_labels(lb_file):
-    with open(lb_file, encoding="utf-8") as f:
-        lb = [x.split() for x in f.read().strip().splitlines() if len(x)]
-        if any(len(x) > 6 for x in lb):
-            classes = np.array([x[0] for x in lb], dtype=np.float32)
-            segments = [np.array(x[1:], dtype=np.float32).reshape(-1, 2) for x in lb]
-            lb = np.concatenate((classes.reshape(-1, 1), segments2boxes(segments)), 1)
-        lb = np.array(lb, dtype=np.float32)
+    why, lb, dups = label_verdict(lb_file, 1 << 62)
+    assert why is None and not dups, why
     return lb
-
-def verdict(lb_file):
-    try:
-        lb = read_labels(lb_file)
-        if len(lb):
-            assert lb.shape[1] == 5, f"labels require 5 columns, {lb.shape[1]} columns detected"
-            points = lb[:, 1:]
-            assert points.max() <= 1.01, "non-normalized or out of bounds coordinates"
-            assert lb.min() >= 0, "negative label values"
-            assert lb[:, 0].max() < 80, "Label class exceeds dataset class count 80"
-        return None
-    except Exception as e:
-        return str(e)
 
 def write(path, rows):
     # as ultralytics' converters write labels: class, then %g coordinates
@@ -533,7 +506,8 @@ def write(path, rows):
     with open(path, "w") as f:
         for r in rows:
             f.write(r if isinstance(r, str) else ("%g " % r[0]) + " ".join("%g" % v for v in r[1:]) + "\n")
-"#;
+"#
+);
 
 #[test]
 fn yolo_label_files_as_ultralytics_reads_them() {
@@ -551,7 +525,8 @@ for k in range(12):
 files['labels/train/img003.txt'][1] = (80, 0.5, 0.5, 0.1, 0.1)      # class == nc
 files['labels/train/img005.txt'][0] = (3, 0.5, 0.5, 1.02, 0.1)      # dropped: > 1.01
 files['labels/train/img006.txt'].insert(2, '\\n')                   # a blank line
-files['labels/train/img007.txt'] = ['7 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\\n', '2 0.2 0.2 0.4 0.4\\n']  # segments
+files['labels/train/img007.txt'] = ['7 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\\n', '2 0.2 0.2 0.4 0.2 0.3 0.4\\n']  # segments
+files['labels/train/img009.txt'] = ['7 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\\n', '2 0.2 0.2 0.4 0.4\\n']  # dropped: mixed
 files['labels/train/img008.txt'] = ['1 0.5 0.5 0.2\\n']             # dropped: 4 columns
 files['labels/val/img100.txt'] = []                                 # background
 for p, rows in files.items():
@@ -583,7 +558,7 @@ json.dump([[float(v) for v in r] for r in seg], open('seg.json', 'w'))
         let said = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
         assert_eq!(said, !v.is_null(), "{path}: {v} / {w:#?}");
     }
-    assert_eq!(w.iter().filter(|m| m.contains("drops")).count(), 3, "{w:#?}");
+    assert_eq!(w.iter().filter(|m| m.contains("drops")).count(), 4, "{w:#?}");
     assert!(
         w.iter()
             .any(|m| m.starts_with("labels/train/img003.txt: ultralytics drops")
@@ -636,7 +611,7 @@ json.dump([[float(v) for v in r] for r in seg], open('seg.json', 'w'))
         .map(|r| r[4].as_f64().expect("h") as f32)
         .collect();
     assert_eq!(h, want_h);
-    assert_eq!(hits(&report, "points", "range").0, 8 + 4);
+    assert_eq!(hits(&report, "points", "range").0, 8 + 6);
 }
 
 #[test]
@@ -914,6 +889,95 @@ json.dump({{p: {{"classes": [float(c) for c in read_labels(p)[:, 0]], "verdict":
 }
 
 #[test]
+fn random_label_files_are_judged_as_ultralytics_judges_them() {
+    // 600 label files from a seeded generator: boxes and polygons, odd
+    // tokens (2.5, -0.005, nan, inf, 1_0, text), odd white space and line
+    // ends, byte-order marks, repeated lines. Each file's drop verdict and
+    // duplicate count, and every value of the files it keeps, must be
+    // ultralytics' own.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{YOLO_PY}
+import random
+random.seed(11)
+odd = ['0', '1', '79', '80', '2.5', '-1', '-0', '-0.005', '-0.02', '1.01', '1.02', 'nan', 'inf', '-inf',
+       '1e-1', 'x', '', '1_0', '+3', '3.0', '79.99', '1e2']
+def coord():
+    return random.choice(['%.3g' % random.random(), '0.5', '%.2f' % random.uniform(-0.03, 1.05)])
+want = {{}}
+os.makedirs('labels', exist_ok=True)
+for k in range(600):
+    lines = []
+    seg = random.random() < 0.3
+    for _ in range(random.randint(0, 5)):
+        n = random.choice([5, 5, 5, 5, 5, 5, 4, 6, 3]) if not seg else random.choice([7, 9, 11, 9, 5, 8, 3])
+        vals = [random.choice(['0', '1', '5', '79']) if random.random() < 0.9 else random.choice(odd)]
+        vals += [coord() if random.random() < 0.95 else random.choice(odd) for _ in range(n - 1)]
+        lines.append(random.choice([' ', ' ', '\t', '  ', '\xa0', '\x1f']).join(v for v in vals if v))
+    if lines and random.random() < 0.2:
+        lines.append(random.choice(lines))
+    ends = ['\n', '\n', '\n', '\r\n', '\r', '\n\n', '\n \n', '\x0b', '\u2028']
+    text = ''.join(line + random.choice(ends) for line in lines)
+    if random.random() < 0.05:
+        text = '\ufeff' + text
+    p = f'labels/f{{k:03d}}.txt'
+    open(p, 'w', encoding='utf-8', newline='').write(text)
+    why, lb, dups = label_verdict(p, 80)
+    want[p] = {{'drop': why is not None, 'dups': dups,
+               'rows': None if why or dups else [[float(v) for v in r] for r in lb]}}
+json.dump(want, open('want.json', 'w'))
+"#
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: range, max: -1000}\n  x: {kind: range, max: -1000}\n  y: {kind: range, max: -1000}\n  w: {kind: range, max: -1000}\n  h: {kind: range, max: -1000}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "labels", "--max-examples", "100000"], 1);
+    let mut values: BTreeMap<String, BTreeMap<u64, [f32; 5]>> = BTreeMap::new();
+    for (i, column) in ["class", "x", "y", "w", "h"].into_iter().enumerate() {
+        for (file, row, v) in hits(&report, column, "range").1 {
+            let row = values.entry(file).or_default().entry(row).or_insert([f32::NAN; 5]);
+            row[i] = v.as_f64().map_or(f32::NAN, |v| v as f32); // NaN and inf are text in JSON
+        }
+    }
+    // The drops, with ultralytics' nc from the class rule.
+    env.write(
+        "nc.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: 80}\n",
+    );
+    let w = warnings(&env.check_json(&["-s", "nc.yaml", "labels"], 1));
+    let want = read_json(&env, "want.json");
+    let (mut kept, mut dropped) = (0, 0);
+    for (path, want) in want.as_object().expect("object") {
+        let drop = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
+        assert_eq!(drop, want["drop"], "{path}: {want} / {w:#?}");
+        let dups = w
+            .iter()
+            .find_map(|m| {
+                m.strip_prefix(&format!("{path}: "))?
+                    .strip_suffix(" duplicate label line(s): ultralytics removes them")
+            })
+            .map_or(0, |n| n.parse().expect("count"));
+        assert_eq!(dups, want["dups"], "{path}");
+        dropped += usize::from(drop);
+        if let Some(rows) = want["rows"].as_array() {
+            kept += 1;
+            let got: Vec<[f32; 5]> = values
+                .get(path)
+                .map(|r| r.values().copied().collect())
+                .unwrap_or_default();
+            let rows: Vec<[f32; 5]> = rows
+                .iter()
+                .map(|r| std::array::from_fn(|i| r[i].as_f64().expect("value") as f32))
+                .collect();
+            assert_eq!(got, rows, "{path}");
+        }
+    }
+    // The generator reaches both sides.
+    assert!(kept > 100 && dropped > 100, "{kept} kept, {dropped} dropped");
+}
+
+#[test]
 fn yolo_names_mapping_with_a_gap_is_refused_as_ultralytics_refuses_it() {
     // ultralytics' check_class_names: `names` as {index: name} must have the
     // keys 0..n-1 (ints, or strings int() reads); {0: a, 2: b} raises
@@ -921,32 +985,28 @@ fn yolo_names_mapping_with_a_gap_is_refused_as_ultralytics_refuses_it() {
     // never starts. It used to pass as nc = 2, the label 2 reported as a
     // class violation.
     let env = Env::new();
-    env.python(
+    env.python(concat!(
+        include_str!("../oracles/ultralytics_labels.py"),
         r#"
-import yaml
 os.makedirs("labels", exist_ok=True)
+os.makedirs("images/train", exist_ok=True)
+os.makedirs("images/val", exist_ok=True)
 open("labels/a.txt", "w").write("0 0.5 0.5 0.1 0.1\n2 0.5 0.5 0.1 0.1\n")
-variants = {"gap": {0: "a", 2: "b"}, "strkeys": {"0": "a", "1": "b", "2": "c"}, "ok": {0: "a", 1: "b"},
-            "word": {"a": "x"}, "list": ["a", "b", "c"]}
-def check_class_names(names):  # ultralytics/nn/autobackend.py (8.3)
-    if isinstance(names, list):
-        names = dict(enumerate(names))
-    names = {int(k): str(v) for k, v in names.items()}
-    n = len(names)
-    if max(names.keys()) >= n:
-        raise KeyError(f"{n}-class dataset requires class indices 0-{n - 1}")
-    return names
+variants = {"gap": "names: {0: a, 2: b}", "strkeys": "names: {'0': a, '1': b, '2': c}",
+            "ok": "names: {0: a, 1: b}", "word": "names: {a: x}", "list": "names: [a, b, c]",
+            "negkey": "names: {-1: a, 0: b}", "empty": "names: []", "emptymap": "names: {}",
+            "nc": "nc: 3", "nctext": "nc: '3'", "ncfloat": "nc: 3.0", "ncfrac": "nc: 2.5",
+            "ncbare": "nc:", "nczero": "nc: 0", "ncneg": "nc: -2", "nctrue": "nc: true",
+            "ncword": "nc: three", "ncunder": "nc: '1_0'", "mismatch": "nc: 2\nnames: [a, b, c]",
+            "match": "nc: '3'\nnames: [a, b, c]", "namesnull": "names:\nnc: 3", "neither": "path: ."}
 want = {}
-for k, names in variants.items():
-    yaml.safe_dump({"names": names}, open(f"{k}.yaml", "w"))
-    try:
-        nc = len(check_class_names(names))
-        want[k] = sum(1 for c in (0, 2) if c >= nc)
-    except (KeyError, ValueError):
-        want[k] = None
+for k, text in variants.items():
+    open(f"{k}.yaml", "w").write(f"train: images/train\nval: images/val\n{text}\n")
+    nc = dataset_classes(f"{k}.yaml")
+    want[k] = None if isinstance(nc, Exception) else sum(1 for c in (0, 2) if c >= nc)
 json.dump(want, open("want.json", "w"))
-"#,
-    );
+"#
+    ));
     let want = read_json(&env, "want.json");
     for (k, want) in want.as_object().expect("object") {
         env.write(

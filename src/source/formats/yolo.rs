@@ -4,10 +4,10 @@
 //!
 //! Row i is line i (0-based, lines split as ultralytics' text-mode `open`
 //! and `str.splitlines()` split them: at `\n`, `\r\n`, a lone `\r`, and
-//! `\v`, `\f`, U+001C..U+001E, U+0085, U+2028, U+2029);
-//! a blank or whitespace-only line holds no row but keeps its number. The
-//! columns, all `float32` because ultralytics parses the file into a
-//! `np.float32` array:
+//! `\v`, `\f`, U+001C..U+001E, U+0085, U+2028, U+2029; a leading
+//! byte-order mark dropped); a blank or whitespace-only line holds no row
+//! but keeps its number. The columns, all `float32` because ultralytics
+//! parses the file into a `np.float32` array:
 //! - `class`: the first number of the line;
 //! - `x`, `y`, `w`, `h`: the box ultralytics trains on: the line's four
 //!   numbers in a box file; in a segment file (a file where some line has
@@ -18,12 +18,13 @@
 //!
 //! A value that is not a number is null (a `null` violation: ultralytics
 //! cannot parse it). What ultralytics' `verify_image_label`
-//! (ultralytics/data/utils.py, 8.3) would do with the file is checked too,
-//! and said as a note on the file: a file it drops as corrupt (wrong column
-//! count, odd polygon, coordinates above 1.01, negative values, text that is
-//! no number) trains as an image without objects, and duplicate lines are
-//! removed. Classes at or above `nc` ("Label class 80 exceeds dataset class
-//! count 80") are the class rule's violations, and (with the schema's
+//! (ultralytics/data/utils.py, 8.4.190) would do with the file is checked
+//! too, and said as a note on the file: a file it drops as corrupt (boxes
+//! mixed into a segment file, wrong column count, odd polygon, coordinates
+//! above 1.01, negative values, a fractional class, text that is no number)
+//! trains as an image without objects, and duplicate lines are removed.
+//! Classes at or above `nc` ("Label class 80 exceeds dataset class count
+//! 80") are the class rule's violations, and (with the schema's
 //! `num_classes` for `class` as `nc`) the file's drop is noted too.
 //!
 //! Label files are small: a file is read whole at open (at most
@@ -46,6 +47,10 @@ pub const COLUMNS: [&str; 6] = ["class", "x", "y", "w", "h", "points"];
 /// ultralytics' bound on normalised coordinates (`points.max() <= 1.01`,
 /// compared in float32).
 const MAX_COORD: f32 = 1.01;
+
+/// ultralytics' tolerance for negative values (`lb.min() >= -0.01`, in
+/// float32), when no box has a negative size.
+const MIN_VALUE: f32 = -0.01;
 
 /// Whether a search with `layout: yolo` picks up this file: ultralytics
 /// looks for `<image stem>.txt` (lower-case extension).
@@ -72,22 +77,9 @@ pub struct YoloSource {
     notes: Vec<String>,
 }
 
-/// Python's `float()` on a token, then numpy's cast to float32 (`1_000`:
-/// underscores between digits are allowed, as Python allows them).
+/// Python's `float()` on a token, then numpy's cast to float32.
 fn parse(token: &str) -> Option<f32> {
-    if token.contains('_') {
-        let b = token.as_bytes();
-        let between_digits = b
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c == b'_')
-            .all(|(i, _)| i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit));
-        if !between_digits {
-            return None;
-        }
-        return token.replace('_', "").parse::<f64>().ok().map(|v| v as f32);
-    }
-    token.parse::<f64>().ok().map(|v| v as f32)
+    crate::schema::python_float(token).map(|v| v as f32)
 }
 
 /// Python's `str.isspace()` (what `str.split()` and `str.strip()` use):
@@ -158,23 +150,14 @@ impl YoloSource {
                 "not UTF-8 text ({e}): ultralytics cannot read this label file and drops its image as corrupt"
             ))
         })?;
+        // `open(..., encoding="utf-8-sig")`: a leading byte-order mark is not text.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut lines = Vec::new();
-        let mut blank_inside = false;
-        let mut seen_row = false;
-        let mut pending_blank = false;
         for (i, line) in python_lines(text).enumerate() {
+            // ultralytics keeps only lines with something besides white space.
             if line.trim_matches(is_python_space).is_empty() {
-                // ultralytics strips the file and drops empty lines, but a
-                // whitespace-only line between rows is a row of no columns.
-                if seen_row && !line.is_empty() {
-                    pending_blank = true;
-                }
                 continue;
             }
-            if pending_blank {
-                blank_inside = true;
-            }
-            seen_row = true;
             lines.push(Line {
                 row: i as u64,
                 values: line
@@ -186,7 +169,7 @@ impl YoloSource {
         }
         let segments = lines.iter().any(|l| l.values.len() > 6);
         let mut notes = Vec::new();
-        if let Some(why) = verdict(&lines, segments, blank_inside, nc) {
+        if let Some(why) = verdict(&lines, segments, nc) {
             notes.push(format!(
                 "ultralytics drops this label file as corrupt ({why}): its image trains with no objects"
             ));
@@ -237,16 +220,20 @@ fn label_row(l: &Line, segments: bool) -> [Option<f32>; 5] {
     }
 }
 
-/// Why `verify_image_label` drops the file, if it does.
-fn verdict(lines: &[Line], segments: bool, blank_inside: bool, nc: Option<i128>) -> Option<String> {
+/// Why `verify_image_label` drops the file, if it does, in its order of
+/// checks.
+fn verdict(lines: &[Line], segments: bool, nc: Option<i128>) -> Option<String> {
     if lines.is_empty() {
         return None; // an empty label: a background image
     }
+    if segments && let Some(l) = lines.iter().find(|l| l.values.len() == 5) {
+        return Some(format!(
+            "labels mix segment and detection rows (line {} is a box)",
+            l.row + 1
+        ));
+    }
     if let Some(l) = lines.iter().find(|l| l.values.iter().any(Option::is_none)) {
         return Some(format!("line {}: a value is not a number", l.row + 1));
-    }
-    if blank_inside {
-        return Some("a whitespace-only line between labels is a label of no columns".into());
     }
     if segments {
         if let Some(l) = lines.iter().find(|l| polygon_box(&l.values[1..]).is_none()) {
@@ -270,44 +257,62 @@ fn verdict(lines: &[Line], segments: bool, blank_inside: bool, nc: Option<i128>)
             return Some(format!("labels require 5 columns, {n} columns detected"));
         }
     }
-    let rows: Vec<[Option<f32>; 5]> = lines.iter().map(|l| label_row(l, segments)).collect();
-    let flat = || rows.iter().flat_map(|r| r.iter().map(|v| v.unwrap_or(f32::NAN)));
+    let rows: Vec<[f32; 5]> = lines
+        .iter()
+        .map(|l| label_row(l, segments).map(|v| v.unwrap_or(f32::NAN)))
+        .collect();
+    let list = |values: Vec<f32>| values.iter().take(3).map(f32::to_string).collect::<Vec<_>>().join(", ");
     // `points.max() <= 1.01` is false when a NaN is present (max is NaN).
-    let coords = rows.iter().flat_map(|r| r[1..].iter().map(|v| v.unwrap_or(f32::NAN)));
+    let coords = rows.iter().flat_map(|r| r[1..].iter().copied());
     if coords.clone().any(|v| v.is_nan() || v > MAX_COORD) {
-        let bad: Vec<String> = coords
-            .filter(|v| v.is_nan() || *v > MAX_COORD)
-            .take(3)
-            .map(|v| v.to_string())
-            .collect();
-        return Some(format!(
-            "non-normalized or out of bounds coordinates [{}]",
-            bad.join(", ")
-        ));
+        let bad = coords.filter(|v| v.is_nan() || *v > MAX_COORD).collect();
+        return Some(format!("non-normalized or out of bounds coordinates [{}]", list(bad)));
     }
-    // `lb.min() >= 0` is false for a NaN class too.
-    if flat().any(|v| v.is_nan() || v < 0.0) {
-        let bad: Vec<String> = flat().filter(|v| *v < 0.0).take(3).map(|v| v.to_string()).collect();
-        return Some(format!("negative label values [{}]", bad.join(", ")));
+    // `lb.min() >= 0 or (lb.min() >= -0.01 and lb[:, 3:5].min() >= 0)`:
+    // false for a NaN anywhere.
+    let all = || rows.iter().flat_map(|r| r.iter().copied());
+    let min = all().fold(f32::INFINITY, |m, v| {
+        if v.is_nan() || m.is_nan() { f32::NAN } else { m.min(v) }
+    });
+    let sizes_signed = rows.iter().all(|r| r[3] >= 0.0 && r[4] >= 0.0);
+    if !(min >= 0.0 || (min >= MIN_VALUE && sizes_signed)) {
+        let bad = all().filter(|v| *v < 0.0).collect();
+        return Some(format!("negative label values [{}]", list(bad)));
     }
-    let max_cls = rows.iter().filter_map(|r| r[0]).fold(f32::NEG_INFINITY, f32::max);
+    // `(lb[:, 0] % 1 == 0).all()`: inf % 1 is NaN.
+    let classes = || rows.iter().map(|r| r[0]);
+    if classes().any(|c| c.fract() != 0.0 || c.is_infinite()) {
+        let bad = classes().filter(|c| c.fract() != 0.0 || c.is_infinite()).collect();
+        return Some(format!("non-integer class labels [{}]", list(bad)));
+    }
+    let max_cls = classes().fold(f32::NEG_INFINITY, f32::max);
     if let Some(nc) = nc
         && f64::from(max_cls) >= nc as f64
     {
         return Some(format!(
-            "Label class {} exceeds dataset class count {nc}. Possible class labels are 0-{}",
-            max_cls.trunc(),
+            "Label class {max_cls} exceeds dataset class count {nc}. Possible class labels are 0-{}",
             nc - 1
         ));
     }
     None
 }
 
-/// How many lines `np.unique(lb, axis=0)` removes.
+/// How many lines ultralytics removes as duplicates: rows equal as
+/// numbers (`np.unique(lb, axis=0)`), and in a segment file only those
+/// whose class and polygon are the same float32 bytes.
 fn duplicates(lines: &[Line], segments: bool) -> Option<usize> {
-    let mut rows: Vec<[u32; 5]> = lines
+    let mut rows: Vec<Vec<u32>> = lines
         .iter()
-        .map(|l| label_row(l, segments).map(|v| v.map_or(u32::MAX, |f| (f + 0.0).to_bits())))
+        .map(|l| {
+            if segments {
+                l.values.iter().map(|v| v.map_or(u32::MAX, f32::to_bits)).collect()
+            } else {
+                label_row(l, segments)
+                    .iter()
+                    .map(|v| v.map_or(u32::MAX, |f| (f + 0.0).to_bits()))
+                    .collect()
+            }
+        })
         .collect();
     rows.sort_unstable();
     rows.dedup();
@@ -388,70 +393,60 @@ impl YoloSource {
 mod tests {
     use super::*;
 
-    /// Label files and what ultralytics' reading (verify_image_label's
-    /// label part, run below in Python) does with them.
-    const CASES: [&str; 23] = [
+    /// Label files, judged below by ultralytics' own `verify_image_label`.
+    const CASES: &[&str] = &[
         "80 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2 0.2\n",
         "79.5 0.5 0.5 0.2 0.2\n",
+        "2.5 0.5 0.5 0.2 0.2\n",
+        "inf 0.5 0.5 0.2 0.2\n",
+        "-0 0.5 0.5 0.2 0.2\n",
         "nan 0.5 0.5 0.2 0.2\n",
         "0 0.5 0.5 0.2 0.2\n1 0.1 0.1 0.1 0.1\n",
         "",
+        "\u{feff}0 0.5 0.5 0.2 0.2\n",
+        "\u{feff}",
         "0 0.5 0.5 0.2\n",
         "0 0.5 0.5 0.2 1.02\n",
         "0 0.5 0.5 0.2 1.01\n",
         "0 0.5 -0.5 0.2 0.2\n",
+        "0 0.5 -0.01 0.2 0.2\n",
+        "0 0.5 -0.0100001 0.2 0.2\n",
+        "0 0.5 0.5 -0.005 0.2\n",
         "0 0.5 0.5 0.2 nan\n",
         "0 0.5 0.5 0.2 x\n",
         "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2\n",
         "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n",
+        "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 -0 0.2\n",
         "0 0.1 0.1 0.2 0.1 0.2 0.2 0.3\n",
         "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n0 0.1 0.1 0.2 0.2 0.1 0.2 0.2 0.1\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n1 0.15 0.15 0.1 0.1\n",
         "0 0.5 0.5 0.2 0.2\n \n1 0.5 0.5 0.2 0.2\n",
         "0 0.5 0.5 0.2 0.2\n\n1 0.5 0.5 0.2 0.2\r\n",
         "  \n0 0.5 0.5 0.2 0.2\n  \n",
         "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n5\n",
+        "0 0.1 0.1 0.2 0.1 0.2 0.2 0.1 0.2\n5 0.3 0.3\n",
         "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2 0.3\n",
         "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2 0.3 0.3\n",
         "0 0.1 0.1 0.9 0.1 1.2 0.9\n",
         "1e0 5E-1 .5 2e-1 0.2\n",
     ];
 
-    const ULTRALYTICS: &str = r#"
-import json, sys
-import numpy as np
-def xyxy2xywh(x):
-    y = np.empty_like(x)
-    y[..., 0] = (x[..., 0] + x[..., 2]) / 2
-    y[..., 1] = (x[..., 1] + x[..., 3]) / 2
-    y[..., 2] = x[..., 2] - x[..., 0]
-    y[..., 3] = x[..., 3] - x[..., 1]
-    return y
-def segments2boxes(segments):
-    boxes = []
-    for s in segments:
-        x, y = s.T
-        boxes.append([x.min(), y.min(), x.max(), y.max()])
-    return xyxy2xywh(np.array(boxes))
-def verdict(text):
-    try:
-        lb = [x.split() for x in text.strip().splitlines() if len(x)]
-        if any(len(x) > 6 for x in lb):
-            classes = np.array([x[0] for x in lb], dtype=np.float32)
-            segments = [np.array(x[1:], dtype=np.float32).reshape(-1, 2) for x in lb]
-            lb = np.concatenate((classes.reshape(-1, 1), segments2boxes(segments)), 1)
-        lb = np.array(lb, dtype=np.float32)
-        if len(lb):
-            assert lb.shape[1] == 5
-            assert lb[:, 1:].max() <= 1.01
-            assert lb.min() >= 0
-            assert lb[:, 0].max() < 80
-            _, i = np.unique(lb, axis=0, return_index=True)
-            return ["ok", len(lb) - len(i)]
-        return ["ok", 0]
-    except Exception:
-        return ["corrupt", 0]
-print(json.dumps([verdict(t) for t in json.load(sys.stdin)]))
-"#;
+    const ULTRALYTICS: &str = concat!(
+        include_str!("../../../tests/oracles/ultralytics_labels.py"),
+        r#"
+import json, sys, tempfile
+out = []
+for text in json.load(sys.stdin):
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8", newline="") as f:
+        f.write(text)
+    why, _, dups = label_verdict(f.name)
+    os.unlink(f.name)
+    out.append(["corrupt" if why else "ok", dups])
+print(json.dumps(out))
+"#
+    );
 
     #[test]
     fn verdicts_are_ultralytics_own() {
@@ -462,7 +457,7 @@ print(json.dumps([verdict(t) for t in json.load(sys.stdin)]))
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("python");
-        let cases = serde_json::to_vec(&CASES).expect("json");
+        let cases = serde_json::to_vec(CASES).expect("json");
         child.stdin.take().expect("stdin").write_all(&cases).expect("write");
         let out = child.wait_with_output().expect("python");
         assert!(out.status.success());

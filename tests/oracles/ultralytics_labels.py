@@ -1,0 +1,76 @@
+"""ultralytics' own reading of YOLO label files and dataset names.
+
+The functions are taken from the installed ultralytics package's source
+(`verify_image_label`, `segments2boxes` and its helpers, `check_class_names`)
+and run as they are: importing the package would import PyTorch, which the
+test venv never installs (run-tests.sh installs ultralytics with --no-deps).
+The image part of `verify_image_label`, and downloads, fonts and settings
+in `check_det_dataset`, are stubbed: these tests judge labels and names.
+"""
+import ast
+import importlib.util
+import logging
+import os
+import types
+import zipfile
+from pathlib import Path
+from tarfile import is_tarfile
+
+import numpy as np
+import yaml
+
+
+def _functions(rel, names):
+    root = importlib.util.find_spec("ultralytics").submodule_search_locations[0]
+    with open(os.path.join(root, rel), encoding="utf-8") as f:
+        src = f.read()
+    found = {}
+    for n in ast.parse(src).body:
+        if isinstance(n, ast.FunctionDef) and n.name in names:
+            found[n.name] = ast.get_source_segment(src, n)
+        elif isinstance(n, ast.Assign) and any(getattr(t, "id", None) in names for t in n.targets):
+            found[n.targets[0].id] = ast.get_source_segment(src, n)
+    assert set(found) == set(names), f"ultralytics/{rel} lacks {set(names) - set(found)}"
+    return found
+
+
+def _yaml_load(file, append_filename=False):
+    with open(file, encoding="utf-8") as f:
+        data = yaml.safe_load(f) or {}
+    return {**data, "yaml_file": str(file)} if append_filename else data
+
+
+_ns = {"np": np, "os": os, "Path": Path, "zipfile": zipfile, "is_tarfile": is_tarfile,
+       "torch": types.SimpleNamespace(Tensor=type("Tensor", (), {})),
+       "check_image": lambda im_file: ("", (64, 64)),
+       "check_file": lambda file, hard=True: file, "YAML": types.SimpleNamespace(load=_yaml_load),
+       "emojis": lambda s: s, "LOGGER": logging.getLogger("ultralytics"), "clean_url": lambda u: u,
+       "DATASETS_DIR": Path("/nonexistent/datasets"), "SETTINGS_FILE": "settings.json",
+       "check_font": lambda font: None, "is_ascii": lambda s: True}
+for _rel, _names in [("utils/ops.py", ["empty_like", "xyxy2xywh", "segments2boxes"]),
+                     ("data/utils.py", ["verify_image_label", "check_det_dataset", "DATASET_KEY_TYPES"]),
+                     ("nn/autobackend.py", ["check_class_names"])]:
+    for _name, _code in _functions(_rel, _names).items():
+        exec(compile("from __future__ import annotations\n" + _code, f"ultralytics/{_rel}", "exec"), _ns)
+check_class_names = _ns["check_class_names"]
+segments2boxes = _ns["segments2boxes"]
+
+
+def label_verdict(lb_file, nc=80):
+    """(why ultralytics drops the file as corrupt or None, the (N, 5) labels it
+    trains on or None, how many duplicate lines it removed)."""
+    r = _ns["verify_image_label"](("img.jpg", lb_file, "", False, nc, 0, 0, False))
+    if r[0] is None:
+        return r[-1].split("ignoring corrupt image/label: ", 1)[1], None, 0
+    msg = r[-1]
+    dups = int(msg.split(": ")[-1].split(" duplicate")[0]) if "duplicate labels removed" in msg else 0
+    return None, r[1], dups
+
+
+def dataset_classes(yaml_file):
+    """The class count ultralytics' `check_det_dataset` gives a dataset YAML
+    (its `train`/`val` folders must exist), or the exception it raises."""
+    try:
+        return len(_ns["check_det_dataset"](yaml_file, autodownload=False)["names"])
+    except Exception as e:  # noqa: BLE001 - what refuses the dataset
+        return e
