@@ -911,3 +911,17 @@ rng.integers(0, 100_000, 50_000).astype(np.uint32).tofile('wide/train.bin')
     assert!(text.contains("# no end-of-document id seen regularly"), "{text}");
     env.check_json(&["-s", "wide.yaml", "wide"], 0);
 }
+
+#[test]
+fn an_empty_megatron_dataset_passes_with_a_note() {
+    // megatron/empty: 0 sequences, a 0-byte .bin (tests/fixtures/tokens). It
+    // holds nothing wrong, but megatron-core's default reader cannot map it.
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  tokens: {kind: index, size: 50257}\n");
+    let bin = fixtures().join("megatron/empty.bin").display().to_string();
+    let r = env.check_json(&["-s", "s.yaml", &bin], 0);
+    assert_eq!(r["rows"], 0);
+    let w = r["warnings"].as_array().expect("warnings");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].as_str().expect("w").contains("cannot mmap an empty file"), "{w:?}");
+}

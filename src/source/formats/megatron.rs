@@ -22,6 +22,10 @@
 //! From storage (the `.idx` an object of the same prefix) the index is one
 //! read, and each unit's tokens one ranged read of the `.bin`.
 //!
+//! A dataset of no sequences checks as 0 rows with a note: megatron-core
+//! cannot map its 0-byte `.bin` (numpy refuses to map an empty file), so
+//! training fails at load, but nothing in it is wrong.
+//!
 //! fairseq's legacy `TNTIDX` and NeMo's retrieval `MMIDRET` indexes are
 //! refused by name. The byte layout is in `tests/fixtures/tokens/FORMATS.md`.
 
@@ -286,6 +290,17 @@ fn check_index(b: &[u8], n: u64, d: u64, dtype: TokenDtype, bin_len: u64) -> Res
 impl Source for MegatronSource {
     fn columns(&self) -> &[String] {
         &self.columns
+    }
+
+    fn notes(&self) -> Vec<String> {
+        if self.n > 0 {
+            return Vec::new();
+        }
+        vec![
+            "an empty dataset (0 sequences): megatron-core's IndexedDataset cannot map its 0-byte .bin \
+             (the default mmap_bin_files=True raises 'cannot mmap an empty file')"
+                .into(),
+        ]
     }
 
     fn units(&self) -> usize {
