@@ -401,6 +401,9 @@ pub struct Schema {
     pub files: Vec<String>,
     /// `dataset.layout`: how directories become files (image folders, YOLO).
     pub layout: Option<Layout>,
+    /// `dataset.kpt_shape` (keypoints per object, values per keypoint): YOLO
+    /// label files are ultralytics pose labels.
+    pub kpt_shape: Option<(usize, usize)>,
     /// The columns, in schema order.
     pub columns: Vec<ColumnSpec>,
     /// Problems that do not stop a check, e.g. model artifacts that disagree.
@@ -509,10 +512,29 @@ fn validate(raw: RawSchema, path: &Path) -> Result<Schema, Error> {
             ),
         ));
     }
+    let layout = raw.dataset.as_ref().and_then(|d| d.layout);
+    let kpt_shape = match raw.dataset.as_ref().and_then(|d| d.kpt_shape.as_deref()) {
+        None => None,
+        Some(_) if layout != Some(Layout::Yolo) => {
+            return Err(err(
+                "dataset.kpt_shape".into(),
+                "kpt_shape describes YOLO pose labels: it needs `layout: yolo`".into(),
+            ));
+        }
+        Some(&[k, d]) if (1..=1 << 16).contains(&k) && (d == 2 || d == 3) => Some((k as usize, d as usize)),
+        Some(_) => {
+            return Err(err(
+                "dataset.kpt_shape".into(),
+                "kpt_shape is [keypoints, dims] with dims 2 (x, y) or 3 (x, y, visibility), as in ultralytics' data.yaml"
+                    .into(),
+            ));
+        }
+    };
     Ok(Schema {
         path: path.to_path_buf(),
         name: raw.name,
-        layout: raw.dataset.as_ref().and_then(|d| d.layout),
+        layout,
+        kpt_shape,
         files: raw.dataset.map(|d| d.files).unwrap_or_default(),
         columns,
         warnings,
@@ -940,6 +962,9 @@ impl Schema {
         }
         if let Some(l) = self.layout {
             let _ = writeln!(out, "  layout: {}", l.name());
+        }
+        if let Some((k, d)) = self.kpt_shape {
+            let _ = writeln!(out, "  kpt_shape: [{k}, {d}]");
         }
         out.push_str("columns:\n");
         for c in &self.columns {

@@ -26,6 +26,8 @@ pub(crate) struct RawDataset {
     #[serde(default)]
     pub files: Vec<String>,
     pub layout: Option<super::Layout>,
+    /// `[keypoints, dims]` of ultralytics pose labels (`layout: yolo`).
+    pub kpt_shape: Option<Vec<i64>>,
 }
 
 /// The `columns` mapping, in the order it was written (the report's order).

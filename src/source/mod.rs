@@ -357,6 +357,8 @@ pub struct Hints {
     /// (column, num_classes) of the schema's class columns: a YOLO file
     /// says whether ultralytics drops it for a class past `nc`.
     pub num_classes: Vec<(String, i128)>,
+    /// `dataset.kpt_shape`: YOLO label files are pose labels.
+    pub kpt_shape: Option<(usize, usize)>,
 }
 
 impl Hints {
@@ -375,6 +377,7 @@ impl Hints {
                 .filter_map(|c| c.eod_id.map(|e| (c.name.clone(), e)))
                 .collect(),
             layout: schema.layout,
+            kpt_shape: schema.kpt_shape,
             coco_mappings: schema
                 .columns
                 .iter()
@@ -465,7 +468,11 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         })?)),
         Some(Format::Yolo) => {
             let nc = hints.num_classes.iter().find(|(c, _)| c == formats::yolo::COLUMNS[0]);
-            Ok(Box::new(formats::yolo::YoloSource::open(path, nc.map(|(_, n)| *n))?))
+            Ok(Box::new(formats::yolo::YoloSource::open(
+                path,
+                nc.map(|(_, n)| *n),
+                hints.kpt_shape,
+            )?))
         }
         Some(Format::WebDataset) => Ok(Box::new(formats::webdataset::WdsSource::open(path)?)),
         Some(Format::TfRecord) => Ok(Box::new(formats::tfrecord::TfRecordSource::open(path)?)),

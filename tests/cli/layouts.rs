@@ -681,6 +681,22 @@ for c in ['cat', 'dog']: touch(f'folder/{{c}}/1.png')
     assert!(yolo.contains("layout: yolo"), "{yolo}");
     assert!(yolo.contains("{yolo_data: yolo/data.yaml}"), "{yolo}");
     env.check_json(&["-s", "yolo.yaml", "yolo"], 0);
+    // A pose dataset (kpt_shape in data.yaml): its lines are boxes and
+    // keypoints, not polygons, and pass as such.
+    env.write(
+        "pose/labels/train/a.txt",
+        "0 0.5 0.5 0.2 0.2 0.4 0.4 2 0.6 0.6 1\n0 0.3 0.3 0.1 0.1 0 0 0 0.3 0.3 2\n",
+    );
+    env.write("pose/data.yaml", "kpt_shape: [2, 3]\nnames: [person]\n");
+    let pose = init("pose", "pose.yaml");
+    assert!(pose.contains("kpt_shape: [2, 3]"), "{pose}");
+    let report = env.check_json(&["-s", "pose.yaml", "pose"], 0);
+    assert!(
+        report
+            .get("warnings")
+            .is_none_or(|w| w.as_array().is_some_and(Vec::is_empty)),
+        "{report:#}"
+    );
 }
 
 #[test]
@@ -975,6 +991,136 @@ json.dump(want, open('want.json', 'w'))
     }
     // The generator reaches both sides.
     assert!(kept > 100 && dropped > 100, "{kept} kept, {dropped} dropped");
+}
+
+#[test]
+fn pose_label_files_are_judged_as_ultralytics_pose_task_judges_them() {
+    // `kpt_shape` in the schema: every line is `class x y w h` and then the
+    // keypoints (ultralytics' pose task), never a polygon. 300 generated
+    // files per shape: verdicts, duplicates, the box and the keypoints of
+    // every file it keeps must be ultralytics' own.
+    for (nkpt, ndim) in [(4, 3), (3, 2)] {
+        let env = Env::new();
+        env.python(&format!(
+            r#"{YOLO_PY}
+import random
+random.seed({nkpt} * 10 + {ndim})
+odd = ['2.5', '-1', '-0.005', '-0.02', '1.02', '1.5', 'nan', 'x', '80']
+def value():
+    return random.choice(['%.3g' % random.random(), '0.5', '0', '2', '%.2f' % random.uniform(-0.02, 1.03)])
+want = {{}}
+os.makedirs('labels', exist_ok=True)
+for k in range(300):
+    lines = []
+    for _ in range(random.randint(0, 4)):
+        n = 5 + {nkpt} * {ndim} if random.random() < 0.9 else random.choice([5, 6, 5 + {nkpt} * {ndim} + 1])
+        vals = [random.choice(['0', '1', '79'])] + ['%.3g' % random.uniform(0.05, 0.95) for _ in range(4)]
+        vals += [value() for _ in range(n - 5)]
+        vals = [random.choice(odd) if random.random() < 0.02 else v for v in vals]
+        lines.append(' '.join(vals))
+    if lines and random.random() < 0.1:
+        lines.append(random.choice(lines))
+    p = f'labels/f{{k:03d}}.txt'
+    open(p, 'w').write(''.join(line + '\n' for line in lines))
+    why, lb, dups = label_verdict(p, 80, ({nkpt}, {ndim}))
+    rows = None
+    if why is None and not dups:
+        raw = [[float(v) for v in line.split()] for line in lines]
+        rows = [[float(v) for v in r] + raw[i][5:] for i, r in enumerate(lb)]
+    want[p] = {{'drop': why is not None, 'dups': dups, 'rows': rows}}
+json.dump(want, open('want.json', 'w'))
+"#
+        ));
+        let dataset = format!("dataset: {{layout: yolo, kpt_shape: [{nkpt}, {ndim}]}}\n");
+        env.write(
+            "s.yaml",
+            &format!(
+                "{dataset}columns:\n  class: {{kind: range, max: -1000}}\n  x: {{kind: range, max: -1000}}\n  y: {{kind: range, max: -1000}}\n  w: {{kind: range, max: -1000}}\n  h: {{kind: range, max: -1000}}\n  keypoints: {{kind: range, max: -1000}}\n  points: {{kind: range, max: -1000}}\n"
+            ),
+        );
+        let report = env.check_json(&["-s", "s.yaml", "labels", "--max-examples", "100000"], 1);
+        assert_eq!(hits(&report, "points", "range").0, 0, "no polygons in pose labels");
+        let mut values: BTreeMap<String, BTreeMap<u64, Vec<f32>>> = BTreeMap::new();
+        for (i, column) in ["class", "x", "y", "w", "h"].into_iter().enumerate() {
+            for (file, row, v) in hits(&report, column, "range").1 {
+                let row = values
+                    .entry(file)
+                    .or_default()
+                    .entry(row)
+                    .or_insert_with(|| vec![f32::NAN; 5]);
+                row[i] = v.as_f64().map_or(f32::NAN, |v| v as f32);
+            }
+        }
+        // Keypoint values come in row order, position order.
+        for (file, row, v) in hits(&report, "keypoints", "range").1 {
+            let row = values
+                .entry(file)
+                .or_default()
+                .entry(row)
+                .or_insert_with(|| vec![f32::NAN; 5]);
+            row.push(v.as_f64().map_or(f32::NAN, |v| v as f32));
+        }
+        env.write(
+            "nc.yaml",
+            &format!("{dataset}columns:\n  class: {{kind: class, num_classes: 80}}\n"),
+        );
+        let r = env.run(&["check", "-s", "nc.yaml", "labels", "--format", "json"]);
+        let w = warnings(&serde_json::from_str(&r.stdout).expect("report"));
+        let want = read_json(&env, "want.json");
+        let (mut kept, mut dropped) = (0, 0);
+        for (path, want) in want.as_object().expect("object") {
+            let drop = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
+            assert_eq!(drop, want["drop"], "{path}: {want} / {w:#?}");
+            let dups = w
+                .iter()
+                .find_map(|m| {
+                    m.strip_prefix(&format!("{path}: "))?
+                        .strip_suffix(" duplicate label line(s): ultralytics removes them")
+                })
+                .map_or(0, |n| n.parse().expect("count"));
+            assert_eq!(dups, want["dups"], "{path}");
+            dropped += usize::from(drop);
+            if let Some(rows) = want["rows"].as_array() {
+                kept += 1;
+                let got: Vec<Vec<f32>> = values
+                    .get(path)
+                    .map(|r| r.values().cloned().collect())
+                    .unwrap_or_default();
+                let rows: Vec<Vec<f32>> = rows
+                    .iter()
+                    .map(|r| {
+                        r.as_array()
+                            .expect("row")
+                            .iter()
+                            .map(|v| v.as_f64().expect("v") as f32)
+                            .collect()
+                    })
+                    .collect();
+                assert_eq!(got, rows, "{path}");
+            }
+        }
+        assert!(kept > 50 && dropped > 50, "{kept} kept, {dropped} dropped");
+    }
+    // kpt_shape needs layout: yolo and two numbers, dims 2 or 3.
+    let env = Env::new();
+    env.write("labels/a.txt", "0 0.5 0.5 0.2 0.2 0.1 0.1\n");
+    for (dataset, key) in [
+        ("{kpt_shape: [17, 3]}", "needs `layout: yolo`"),
+        ("{layout: yolo, kpt_shape: [17, 4]}", "dims 2"),
+        ("{layout: yolo, kpt_shape: [17]}", "dims 2"),
+    ] {
+        env.write(
+            "s.yaml",
+            &format!("dataset: {dataset}\ncolumns:\n  class: {{kind: class, num_classes: 2}}\n"),
+        );
+        let r = env.run(&["check", "-s", "s.yaml", "labels"]);
+        assert_eq!(r.code, 2, "{dataset}");
+        let said = format!("{}{}", r.stdout, r.stderr);
+        assert!(
+            said.contains("dataset.kpt_shape") && said.contains(key),
+            "{dataset}: {said}"
+        );
+    }
 }
 
 #[test]

@@ -56,10 +56,12 @@ check_class_names = _ns["check_class_names"]
 segments2boxes = _ns["segments2boxes"]
 
 
-def label_verdict(lb_file, nc=80):
+def label_verdict(lb_file, nc=80, kpt_shape=None):
     """(why ultralytics drops the file as corrupt or None, the (N, 5) labels it
-    trains on or None, how many duplicate lines it removed)."""
-    r = _ns["verify_image_label"](("img.jpg", lb_file, "", False, nc, 0, 0, False))
+    trains on or None, how many duplicate lines it removed); with kpt_shape
+    (keypoints, dims), as the pose task reads it."""
+    nkpt, ndim = kpt_shape or (0, 0)
+    r = _ns["verify_image_label"](("img.jpg", lb_file, "", kpt_shape is not None, nc, nkpt, ndim, False))
     if r[0] is None:
         return r[-1].split("ignoring corrupt image/label: ", 1)[1], None, 0
     msg = r[-1]

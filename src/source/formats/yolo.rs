@@ -42,7 +42,7 @@ use crate::source::{Batch, ReadError, Source};
 pub const MAX_LABEL_BYTES: u64 = 64 << 20;
 
 /// The columns of a YOLO label file.
-pub const COLUMNS: [&str; 6] = ["class", "x", "y", "w", "h", "points"];
+pub const COLUMNS: [&str; 7] = ["class", "x", "y", "w", "h", "points", "keypoints"];
 
 /// ultralytics' bound on normalised coordinates (`points.max() <= 1.01`,
 /// compared in float32).
@@ -67,13 +67,24 @@ struct Line {
     values: Vec<Option<f32>>,
 }
 
+/// What a label line holds beyond the class.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    /// `x y w h`.
+    Boxes,
+    /// A polygon (some line of the file has more than 6 numbers).
+    Segments,
+    /// Pose labels: `x y w h` then `nkpt` keypoints of `ndim` values.
+    Pose { nkpt: usize, ndim: usize },
+}
+
 /// A YOLO label file, parsed at open.
 #[derive(Debug)]
 pub struct YoloSource {
     columns: Vec<String>,
     lines: Vec<Line>,
-    /// Whether ultralytics reads the file as segments.
-    segments: bool,
+    /// How ultralytics reads the lines.
+    shape: Shape,
     notes: Vec<String>,
 }
 
@@ -119,8 +130,9 @@ fn python_lines(text: &str) -> impl Iterator<Item = &str> {
 }
 
 impl YoloSource {
-    /// Reads and parses a label file; `nc` is the dataset's class count.
-    pub fn open(path: &Path, nc: Option<i128>) -> Result<Self, ReadError> {
+    /// Reads and parses a label file; `nc` is the dataset's class count,
+    /// `kpt_shape` (keypoints, values each) makes its lines pose labels.
+    pub fn open(path: &Path, nc: Option<i128>, kpt_shape: Option<(usize, usize)>) -> Result<Self, ReadError> {
         let too_big = |len: u64| {
             ReadError::new(format!(
                 "a YOLO label file of {len} bytes (more than {} MiB): not a label file",
@@ -133,18 +145,18 @@ impl YoloSource {
             if input.size() > MAX_LABEL_BYTES {
                 return Err(too_big(input.size()));
             }
-            return Self::parse(&input.all()?, nc);
+            return Self::parse(&input.all()?, nc, kpt_shape);
         }
         let len = std::fs::metadata(path)?.len();
         if len > MAX_LABEL_BYTES {
             return Err(too_big(len));
         }
         let bytes = std::fs::read(path)?;
-        Self::parse(&bytes, nc)
+        Self::parse(&bytes, nc, kpt_shape)
     }
 
     /// Parses a label file's bytes.
-    pub fn parse(bytes: &[u8], nc: Option<i128>) -> Result<Self, ReadError> {
+    pub fn parse(bytes: &[u8], nc: Option<i128>, kpt_shape: Option<(usize, usize)>) -> Result<Self, ReadError> {
         let text = std::str::from_utf8(bytes).map_err(|e| {
             ReadError::new(format!(
                 "not UTF-8 text ({e}): ultralytics cannot read this label file and drops its image as corrupt"
@@ -167,19 +179,23 @@ impl YoloSource {
                     .collect(),
             });
         }
-        let segments = lines.iter().any(|l| l.values.len() > 6);
+        let shape = match kpt_shape {
+            Some((nkpt, ndim)) => Shape::Pose { nkpt, ndim },
+            None if lines.iter().any(|l| l.values.len() > 6) => Shape::Segments,
+            None => Shape::Boxes,
+        };
         let mut notes = Vec::new();
-        if let Some(why) = verdict(&lines, segments, nc) {
+        if let Some(why) = verdict(&lines, shape, nc) {
             notes.push(format!(
                 "ultralytics drops this label file as corrupt ({why}): its image trains with no objects"
             ));
-        } else if let Some(n) = duplicates(&lines, segments) {
+        } else if let Some(n) = duplicates(&lines, shape) {
             notes.push(format!("{n} duplicate label line(s): ultralytics removes them"));
         }
         Ok(YoloSource {
             columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
             lines,
-            segments,
+            shape,
             notes,
         })
     }
@@ -207,9 +223,9 @@ fn polygon_box(coords: &[Option<f32>]) -> Option<[f32; 4]> {
 }
 
 /// The (class, x, y, w, h) ultralytics trains on for a line.
-fn label_row(l: &Line, segments: bool) -> [Option<f32>; 5] {
+fn label_row(l: &Line, shape: Shape) -> [Option<f32>; 5] {
     let class = l.values.first().copied().flatten();
-    if segments {
+    if shape == Shape::Segments {
         match polygon_box(&l.values[1..]) {
             Some([x, y, w, h]) => [class, Some(x), Some(y), Some(w), Some(h)],
             None => [class, None, None, None, None],
@@ -222,11 +238,13 @@ fn label_row(l: &Line, segments: bool) -> [Option<f32>; 5] {
 
 /// Why `verify_image_label` drops the file, if it does, in its order of
 /// checks.
-fn verdict(lines: &[Line], segments: bool, nc: Option<i128>) -> Option<String> {
+fn verdict(lines: &[Line], shape: Shape, nc: Option<i128>) -> Option<String> {
     if lines.is_empty() {
         return None; // an empty label: a background image
     }
-    if segments && let Some(l) = lines.iter().find(|l| l.values.len() == 5) {
+    if shape == Shape::Segments
+        && let Some(l) = lines.iter().find(|l| l.values.len() == 5)
+    {
         return Some(format!(
             "labels mix segment and detection rows (line {} is a box)",
             l.row + 1
@@ -235,7 +253,7 @@ fn verdict(lines: &[Line], segments: bool, nc: Option<i128>) -> Option<String> {
     if let Some(l) = lines.iter().find(|l| l.values.iter().any(Option::is_none)) {
         return Some(format!("line {}: a value is not a number", l.row + 1));
     }
-    if segments {
+    if shape == Shape::Segments {
         if let Some(l) = lines.iter().find(|l| polygon_box(&l.values[1..]).is_none()) {
             return Some(format!(
                 "line {}: a segment needs an even number of coordinates, it has {}",
@@ -253,24 +271,46 @@ fn verdict(lines: &[Line], segments: bool, nc: Option<i128>) -> Option<String> {
                 lines[0].row + 1
             ));
         }
-        if n != 5 {
-            return Some(format!("labels require 5 columns, {n} columns detected"));
+        let want = match shape {
+            Shape::Pose { nkpt, ndim } => 5 + nkpt * ndim,
+            _ => 5,
+        };
+        if n != want {
+            return Some(format!("labels require {want} columns, {n} columns detected"));
         }
     }
     let rows: Vec<[f32; 5]> = lines
         .iter()
-        .map(|l| label_row(l, segments).map(|v| v.unwrap_or(f32::NAN)))
+        .map(|l| label_row(l, shape).map(|v| v.unwrap_or(f32::NAN)))
         .collect();
     let list = |values: Vec<f32>| values.iter().take(3).map(f32::to_string).collect::<Vec<_>>().join(", ");
-    // `points.max() <= 1.01` is false when a NaN is present (max is NaN).
-    let coords = rows.iter().flat_map(|r| r[1..].iter().copied());
-    if coords.clone().any(|v| v.is_nan() || v > MAX_COORD) {
-        let bad = coords.filter(|v| v.is_nan() || *v > MAX_COORD).collect();
+    // `points.max() <= 1.01` is false when a NaN is present (max is NaN);
+    // the points are the box, or a pose label's keypoints (x, y).
+    let values = |l: &Line| l.values.iter().map(|v| v.unwrap_or(f32::NAN)).collect::<Vec<_>>();
+    let points: Vec<f32> = match shape {
+        Shape::Pose { ndim, .. } => lines
+            .iter()
+            .flat_map(|l| {
+                values(l)[5..]
+                    .chunks(ndim)
+                    .flat_map(|k| k[..2].to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        _ => rows.iter().flat_map(|r| r[1..].iter().copied()).collect(),
+    };
+    if points.iter().any(|v| v.is_nan() || *v > MAX_COORD) {
+        let bad = points.into_iter().filter(|v| v.is_nan() || *v > MAX_COORD).collect();
         return Some(format!("non-normalized or out of bounds coordinates [{}]", list(bad)));
     }
     // `lb.min() >= 0 or (lb.min() >= -0.01 and lb[:, 3:5].min() >= 0)`:
     // false for a NaN anywhere.
-    let all = || rows.iter().flat_map(|r| r.iter().copied());
+    let all = || -> Box<dyn Iterator<Item = f32> + '_> {
+        match shape {
+            Shape::Pose { .. } => Box::new(lines.iter().flat_map(values)),
+            _ => Box::new(rows.iter().flat_map(|r| r.iter().copied())),
+        }
+    };
     let min = all().fold(f32::INFINITY, |m, v| {
         if v.is_nan() || m.is_nan() { f32::NAN } else { m.min(v) }
     });
@@ -298,20 +338,17 @@ fn verdict(lines: &[Line], segments: bool, nc: Option<i128>) -> Option<String> {
 }
 
 /// How many lines ultralytics removes as duplicates: rows equal as
-/// numbers (`np.unique(lb, axis=0)`), and in a segment file only those
-/// whose class and polygon are the same float32 bytes.
-fn duplicates(lines: &[Line], segments: bool) -> Option<usize> {
+/// numbers (`np.unique(lb, axis=0)`, a pose label's keypoints included),
+/// and in a segment file only those whose class and polygon are the same
+/// float32 bytes.
+fn duplicates(lines: &[Line], shape: Shape) -> Option<usize> {
+    let by_value = |v: &Option<f32>| v.map_or(u32::MAX, |f| (f + 0.0).to_bits());
     let mut rows: Vec<Vec<u32>> = lines
         .iter()
-        .map(|l| {
-            if segments {
-                l.values.iter().map(|v| v.map_or(u32::MAX, f32::to_bits)).collect()
-            } else {
-                label_row(l, segments)
-                    .iter()
-                    .map(|v| v.map_or(u32::MAX, |f| (f + 0.0).to_bits()))
-                    .collect()
-            }
+        .map(|l| match shape {
+            Shape::Segments => l.values.iter().map(|v| v.map_or(u32::MAX, f32::to_bits)).collect(),
+            Shape::Pose { .. } => l.values.iter().map(by_value).collect(),
+            Shape::Boxes => label_row(l, shape).iter().map(by_value).collect(),
         })
         .collect();
     rows.sort_unstable();
@@ -358,7 +395,7 @@ impl Source for YoloSource {
 
 impl YoloSource {
     fn batch(&self, lines: &[Line], projection: &[usize]) -> Result<Batch, ReadError> {
-        let rows: Vec<[Option<f32>; 5]> = lines.iter().map(|l| label_row(l, self.segments)).collect();
+        let rows: Vec<[Option<f32>; 5]> = lines.iter().map(|l| label_row(l, self.shape)).collect();
         let mut fields = Vec::with_capacity(projection.len());
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(projection.len());
         for &p in projection {
@@ -368,10 +405,18 @@ impl YoloSource {
             let array: ArrayRef = if p < 5 {
                 Arc::new(rows.iter().map(|r| r[p]).collect::<Float32Array>())
             } else {
+                // `points`: a polygon's coordinates; `keypoints`: a pose
+                // label's values after its box.
+                let from = match (p, self.shape) {
+                    (5, Shape::Segments) => Some(1),
+                    (6, Shape::Pose { .. }) => Some(5),
+                    _ => None,
+                };
                 let mut b = ListBuilder::new(Float32Builder::new());
                 for l in lines {
-                    if self.segments {
-                        b.values().extend(l.values[1..].iter().copied());
+                    if let Some(from) = from {
+                        b.values()
+                            .extend(l.values.get(from..).unwrap_or_default().iter().copied());
                     }
                     b.append(true);
                 }
@@ -463,7 +508,7 @@ print(json.dumps(out))
         assert!(out.status.success());
         let want: Vec<(String, usize)> = serde_json::from_slice(&out.stdout).expect("verdicts");
         for (case, (verdict, dups)) in CASES.iter().zip(want) {
-            let notes = YoloSource::parse(case.as_bytes(), Some(80)).expect("text").notes;
+            let notes = YoloSource::parse(case.as_bytes(), Some(80), None).expect("text").notes;
             let dropped = notes.iter().any(|n| n.contains("drops this label file"));
             assert_eq!(dropped, verdict == "corrupt", "{case:?}: {notes:?}");
             let said = notes
@@ -472,14 +517,14 @@ print(json.dumps(out))
                 .map_or(0, |n| n.parse().expect("count"));
             assert_eq!(said, dups, "{case:?}: {notes:?}");
         }
-        assert!(YoloSource::parse(b"\xff\xfe", None).is_err());
+        assert!(YoloSource::parse(b"\xff\xfe", None, None).is_err());
     }
 
     #[test]
     fn segments_become_their_bounding_box() {
-        let s = YoloSource::parse(b"3 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\n\n2 0.2 0.2 0.4 0.4\n", None).unwrap();
-        assert!(s.segments);
-        let rows: Vec<_> = s.lines.iter().map(|l| label_row(l, true)).collect();
+        let s = YoloSource::parse(b"3 0.1 0.2 0.5 0.2 0.5 0.6 0.1 0.6\n\n2 0.2 0.2 0.4 0.4\n", None, None).unwrap();
+        assert_eq!(s.shape, Shape::Segments);
+        let rows: Vec<_> = s.lines.iter().map(|l| label_row(l, Shape::Segments)).collect();
         assert_eq!(rows[0], [Some(3.0), Some(0.3), Some(0.4), Some(0.4), Some(0.40000004)]);
         assert_eq!(s.lines[1].row, 2);
     }

@@ -114,9 +114,19 @@ fn propose_folder(listings: &[image_folder::Listing]) -> String {
 
 fn propose_yolo(data: &Path, schema_dir: &Path) -> String {
     let rel = pathdiff(data, schema_dir);
-    let mut out = String::from(
-        "version: 1\ndataset:\n  layout: yolo  # every .txt under the PATHs is a label file\ncolumns:\n  class:\n    kind: class\n",
-    );
+    let mut out = String::from("version: 1\ndataset:\n  layout: yolo  # every .txt under the PATHs is a label file\n");
+    #[derive(serde::Deserialize)]
+    struct Pose {
+        kpt_shape: Option<Vec<serde_json::Value>>,
+    }
+    let pose = std::fs::read_to_string(data)
+        .ok()
+        .and_then(|t| serde_saphyr::from_str::<Pose>(&t).ok())
+        .and_then(|p| p.kpt_shape);
+    if let Some([k, d]) = pose.as_deref() {
+        let _ = writeln!(out, "  kpt_shape: [{k}, {d}]  # pose labels, as {rel} says");
+    }
+    out.push_str("columns:\n  class:\n    kind: class\n");
     let _ = writeln!(
         out,
         "    num_classes: {{yolo_data: {rel}}}  # nc (or the number of names)"
