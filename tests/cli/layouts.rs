@@ -1178,3 +1178,54 @@ json.dump(want, open("want.json", "w"))
         }
     }
 }
+
+/// A YOLO export tree as Roboflow and Label Studio write them: images and
+/// labels side by side, with text files that are not labels.
+pub(crate) const YOLO_EXPORT_PY: &str = r#"
+def touch(p, text=''):
+    os.makedirs(os.path.dirname(p) or '.', exist_ok=True)
+    open(p, 'w').write(text)
+touch('ds/README.roboflow.txt', 'This dataset was exported via roboflow.com\n')
+touch('ds/data.yaml', 'train: train/images\nval: valid/images\nnames: [a, b, c]\n')
+touch('ds/train/images/a.jpg'); touch('ds/train/images/b.JPG'); touch('ds/valid/images/c.png')
+touch('ds/train/labels/a.txt', '0 0.5 0.5 0.1 0.1\n')
+touch('ds/train/labels/b.txt', '5 0.5 0.5 0.1 0.1\n')
+touch('ds/train/labels/classes.txt', 'a\nb\nc\n')
+touch('ds/valid/labels/c.txt', '1 0.5 0.5 0.1 0.1\n')
+touch('ds/valid/labels/orphan.txt', '9 0.5 0.5 0.1 0.1\n')
+touch('ds/flat/d.webp'); touch('ds/flat/d.txt', '4 0.5 0.5 0.1 0.1\n'); touch('ds/flat/list.txt', 'flat/d.webp\n')
+"#;
+
+#[test]
+fn yolo_searches_read_the_labels_of_images_only() {
+    // ultralytics reads a label file for each image (img2label_paths:
+    // images/…/x.jpg -> labels/…/x.txt, else x.txt beside it): a README,
+    // classes.txt, an image list or the label of a deleted image is never
+    // read, so a search that met images skips them, and says so.
+    let env = Env::new();
+    env.python(YOLO_EXPORT_PY);
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: 3}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "ds", "--max-examples", "100"], 1);
+    assert_eq!(report["files"], 4, "{report:#}");
+    let (n, ex) = hits(&report, "class", "class");
+    assert_eq!(n, 2, "{report:#}");
+    let files: Vec<&str> = ex.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(files, ["ds/flat/d.txt", "ds/train/labels/b.txt"]);
+    let w = warnings(&report);
+    let skipped = w
+        .iter()
+        .find(|m| m.starts_with("ds: 4 .txt file(s) skipped"))
+        .expect("note");
+    for name in ["README.roboflow.txt", "list.txt", "classes.txt"] {
+        assert!(skipped.contains(name), "{skipped}");
+    }
+    // A search that meets no image (labels alone) reads every .txt.
+    let report = env.check_json(&["-s", "s.yaml", "ds/valid/labels"], 1);
+    assert_eq!(report["files"], 2, "{report:#}");
+    // A named file is read whatever it is.
+    let report = env.check_json(&["-s", "s.yaml", "ds/valid/labels/orphan.txt"], 1);
+    assert_eq!(report["files"], 1, "{report:#}");
+}

@@ -308,3 +308,22 @@ fn masks_pair_with_images_in_storage_as_locally() {
     let log = servers.log(servers.proxy);
     assert_eq!(gets(&log, "/bkt/data/images/a.jpg").len(), 1, "{log:?}");
 }
+
+/// A YOLO export in a bucket: the listing decides which `.txt` objects are
+/// labels as a local search does (those of an image; README, classes.txt,
+/// image lists and orphans skipped, with the same note).
+#[test]
+fn yolo_exports_in_s3_read_the_labels_of_images_only() {
+    let env = Env::new();
+    env.python(crate::layouts::YOLO_EXPORT_PY);
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: 3}\n",
+    );
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "ds", "bkt", "ds/");
+    let local = servers.check(&env, &["-s", "s.yaml", "ds"], 1);
+    assert_eq!(local["files"], 4, "{local:#}");
+    let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/ds"], 1);
+    assert_eq!(renamed(&remote, "s3://bkt/", ""), renamed(&local, "", ""));
+}

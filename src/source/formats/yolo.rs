@@ -1,6 +1,8 @@
-//! YOLO label files (`dataset: {layout: yolo}`): every `.txt` file under
-//! the PATHs, one object per line, `class x y w h` (normalised centre and
-//! size) or `class x1 y1 x2 y2 ...` (a segment polygon).
+//! YOLO label files (`dataset: {layout: yolo}`): the `.txt` files under
+//! the PATHs that are the labels of images there (all of them where a
+//! search meets no image; [`image_keys`]), one object per line,
+//! `class x y w h` (normalised centre and size), `class x1 y1 x2 y2 ...` (a
+//! segment polygon) or, with `kpt_shape`, a box and its keypoints.
 //!
 //! Row i is line i (0-based, lines split as ultralytics' text-mode `open`
 //! and `str.splitlines()` split them: at `\n`, `\r\n`, a lone `\r`, and
@@ -56,6 +58,35 @@ const MIN_VALUE: f32 = -0.01;
 /// looks for `<image stem>.txt` (lower-case extension).
 pub fn is_label_name(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "txt")
+}
+
+/// ultralytics' image extensions (`IMG_FORMATS`, matched lower-cased).
+const IMAGE_EXTENSIONS: [&str; 13] = [
+    "avif", "bmp", "dng", "heic", "heif", "jp2", "jpeg", "jpg", "mpo", "png", "tif", "tiff", "webp",
+];
+
+/// Whether ultralytics takes this file for an image of a dataset.
+pub fn is_image_name(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// The images (paths without their extension) whose label file `label`
+/// is: ultralytics' `img2label_paths` puts the label of `…/images/…/x.jpg`
+/// at `…/labels/…/x.txt` (the last `images` folder), else beside it.
+pub fn image_keys(label: &Path) -> Vec<std::path::PathBuf> {
+    let beside = label.with_extension("");
+    let mut keys = vec![beside.clone()];
+    let parts: Vec<_> = beside.components().collect();
+    if let Some(i) = parts.iter().rposition(|c| c.as_os_str() == "labels") {
+        let mut mirrored = std::path::PathBuf::new();
+        for (j, c) in parts.iter().enumerate() {
+            mirrored.push(if j == i { "images".as_ref() } else { c.as_os_str() });
+        }
+        keys.push(mirrored);
+    }
+    keys
 }
 
 /// One line that holds a row.

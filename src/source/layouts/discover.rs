@@ -100,6 +100,9 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         errors: Vec::new(),
         saved: std::collections::BTreeMap::new(),
         mappings: std::collections::BTreeMap::new(),
+        labels: Vec::new(),
+        images: std::collections::HashSet::new(),
+        unlabelled: Vec::new(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
@@ -147,6 +150,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
                 }
             }
         };
+        found.decide_labels(&shown);
         if found.files.len() == before.0 {
             if found.shards.len() == before.1 {
                 found.errors.push(Error::Discover {
@@ -165,6 +169,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         mut errors,
         saved,
         mappings,
+        unlabelled,
         ..
     } = found;
     let mut notes: Vec<(String, String)> = saved
@@ -191,6 +196,24 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
                 "{n} datasets index mapping(s) skipped (cache-*.arrow holding only an `indices` column, \
                  written by shuffle/select/sort/train_test_split: a row order over the data files here, \
                  not data)"
+            ),
+        )
+    }));
+    notes.extend(unlabelled.into_iter().map(|(arg, skipped)| {
+        let names: Vec<String> = skipped
+            .iter()
+            .take(3)
+            .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
+            .collect();
+        (
+            arg,
+            format!(
+                "{} .txt file(s) skipped ({}{}): no image of the search has them as its label \
+                 (ultralytics reads labels/…/x.txt for images/…/x.jpg, or x.txt beside it); name one \
+                 on the command line to check it",
+                skipped.len(),
+                names.join(", "),
+                if skipped.len() > 3 { ", …" } else { "" }
             ),
         )
     }));
@@ -272,6 +295,13 @@ struct Found<'c> {
     /// Per folder, the `datasets` index mappings (`cache-*.arrow` of a
     /// `shuffle` or `select`) a search skipped.
     mappings: std::collections::BTreeMap<PathBuf, usize>,
+    /// `layout: yolo`: the `.txt` files of the current search, decided
+    /// when it ends ([`Found::decide_labels`]).
+    labels: Vec<PathBuf>,
+    /// `layout: yolo`: the images the searches met, without extension.
+    images: std::collections::HashSet<PathBuf>,
+    /// `layout: yolo`: per PATH, the `.txt` files no image has.
+    unlabelled: Vec<(String, Vec<PathBuf>)>,
 }
 
 impl Found<'_> {
@@ -280,7 +310,9 @@ impl Found<'_> {
     fn add(&mut self, p: PathBuf) {
         if self.yolo {
             if super::super::formats::yolo::is_label_name(&p) {
-                self.files.push(DataFile::new(p));
+                self.labels.push(p);
+            } else if super::super::formats::yolo::is_image_name(&p) {
+                self.images.insert(p.with_extension(""));
             }
             return;
         }
@@ -339,6 +371,10 @@ impl Found<'_> {
                                 },
                             ));
                     }
+                    if self.yolo {
+                        self.add(PathBuf::from(u));
+                        continue;
+                    }
                     let in_saved = u.rsplit_once('/').is_some_and(|(dir, _)| saved.contains(dir));
                     if self.remote_searched(Path::new(&u)) && !(in_saved && self.unlisted_arrow(Path::new(&u))) {
                         self.files.push(DataFile::new(PathBuf::from(u)));
@@ -349,16 +385,40 @@ impl Found<'_> {
         }
     }
 
+    /// `layout: yolo`: keeps the `.txt` files a search found that are the
+    /// label of an image the searches met, or all of them when they met no
+    /// image (label files checked on their own). A `README.txt`,
+    /// `classes.txt` or image list beside a dataset, or the label of a
+    /// deleted image, is nothing ultralytics reads.
+    fn decide_labels(&mut self, arg: &str) {
+        let labels = std::mem::take(&mut self.labels);
+        if self.images.is_empty() {
+            self.files.extend(labels.into_iter().map(DataFile::new));
+            return;
+        }
+        let mut skipped = Vec::new();
+        for p in labels {
+            if super::super::formats::yolo::image_keys(&p)
+                .iter()
+                .any(|k| self.images.contains(k))
+            {
+                self.files.push(DataFile::new(p));
+            } else {
+                skipped.push(p);
+            }
+        }
+        if !skipped.is_empty() {
+            self.unlabelled.push((arg.to_string(), skipped));
+        }
+    }
+
     /// Whether a listing keeps an object, as a local search would keep the
     /// file: by its name alone (token `.bin` files for a `tokens` column,
     /// images for a `pixels` column; COCO `.json` files, known by content,
-    /// are not picked up; with `layout: yolo`, `.txt` label files only). An
+    /// are not picked up; `layout: yolo` is decided by [`Found::add`]). An
     /// object of a format not read from storage yet is kept, to be reported
     /// as that file's error.
     fn remote_searched(&self, url: &Path) -> bool {
-        if self.yolo {
-            return super::super::formats::yolo::is_label_name(url);
-        }
         match Format::from_path(url) {
             None | Some(Format::Coco) => false,
             Some(Format::TokenBin) => self

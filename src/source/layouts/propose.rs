@@ -114,7 +114,8 @@ fn propose_folder(listings: &[image_folder::Listing]) -> String {
 
 fn propose_yolo(data: &Path, schema_dir: &Path) -> String {
     let rel = pathdiff(data, schema_dir);
-    let mut out = String::from("version: 1\ndataset:\n  layout: yolo  # every .txt under the PATHs is a label file\n");
+    let mut out =
+        String::from("version: 1\ndataset:\n  layout: yolo  # the .txt label files of the images under the PATHs\n");
     #[derive(serde::Deserialize)]
     struct Pose {
         kpt_shape: Option<Vec<serde_json::Value>>,
