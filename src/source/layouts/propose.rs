@@ -133,11 +133,17 @@ fn propose_yolo(data: &Path, schema_dir: &Path) -> String {
         "    num_classes: {{yolo_data: {rel}}}  # nc (or the number of names)"
     );
     out.push_str("    ignore_index: null\n");
-    for c in ["x", "y", "w", "h"] {
-        let _ = writeln!(
+    // verify_image_label: values down to -0.01 when no box has a negative
+    // size; box coordinates at most 1.01 (a pose label bounds its keypoints
+    // instead).
+    for (c, min) in [("x", "-0.01"), ("y", "-0.01"), ("w", "0"), ("h", "0")] {
+        let _ = write!(
             out,
-            "  {c}:\n    kind: range  # normalised; ultralytics drops files past 1.01\n    min: 0\n    max: 1.01"
+            "  {c}:\n    kind: range  # normalised, as ultralytics checks\n    min: {min}\n"
         );
+        if pose.is_none() {
+            out.push_str("    max: 1.01\n");
+        }
     }
     out
 }
