@@ -1176,3 +1176,33 @@ json.dump(d2, open("want.json", "w"))
     assert!(errors[0].contains("nocats.json") && errors[0].contains("ValueError"));
     assert!(errors[1].contains("noname.json") && errors[1].contains("lacks `name`"));
 }
+
+#[test]
+fn broken_links_that_torchvision_does_not_list_are_not_errors() {
+    // os.walk lists a broken link as a file name; make_dataset keeps it only
+    // when the name has an image extension, so `notes.txt -> nowhere` (and a
+    // broken link beside the class folders, which is no directory) are
+    // nothing to ImageFolder.
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+touch('data/a/1.png'); touch('data/b/2.JPG'); touch('data/b/sub/3.webp')
+touch('data/a/notes.txt', '../../nowhere.txt')
+touch('data/b/sub/.DS_Store', '/nonexistent/ds')
+touch('data/gone', '../nowhere')
+expected('data', 'want.json')
+"
+    ));
+    env.write("s.yaml", EVERY_ROW);
+    let want = read_json(&env, "want.json");
+    let report = env.check_json(&["-s", "s.yaml", "data"], 1);
+    assert_eq!(report["errors"], Value::Array(vec![]), "{report:#}");
+    let samples: BTreeMap<String, Value> = want["samples"]
+        .as_object()
+        .expect("samples")
+        .iter()
+        .map(|(p, i)| (p.clone(), i.clone()))
+        .collect();
+    assert_eq!(samples.len(), 3);
+    assert_eq!(by_file(&report, "label", "values"), samples);
+}
