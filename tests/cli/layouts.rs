@@ -1165,6 +1165,29 @@ json.dump(d2, open("want.json", "w"))
         "d/nocats.json",
         r#"{"images": [], "annotations": [], "categories": []}"#,
     );
+    // What load_coco_json stops on in the annotations it reads: a repeated
+    // annotation id (assert), `ignore` set (assert), an empty bbox
+    // (ValueError); the same in an annotation of no image is never read.
+    let coco = |anns: &str| {
+        format!(r#"{{"images": [{{"id": 1}}], "categories": [{{"id": 1, "name": "a"}}], "annotations": [{anns}]}}"#)
+    };
+    let a = |id: u32, img: u32, extra: &str| format!(r#"{{"id": {id}, "image_id": {img}, "category_id": 1{extra}}}"#);
+    env.write("d/dup_ids.json", &coco(&[a(1, 1, ""), a(1, 1, "")].join(", ")));
+    env.write(
+        "d/ignore.json",
+        &coco(&[a(1, 1, ""), a(2, 1, r#", "ignore": 1"#)].join(", ")),
+    );
+    env.write("d/empty_bbox.json", &coco(&a(1, 1, r#", "bbox": []"#)));
+    env.write(
+        "d/orphans.json",
+        &coco(
+            &[
+                a(1, 1, r#", "ignore": 0.0, "bbox": [1, 2, 3, 4]"#),
+                a(1, 7, r#", "bbox": []"#),
+            ]
+            .join(", "),
+        ),
+    );
     let report = env.check_json(&["-s", "s.yaml", "d"], 2);
     let errors: Vec<String> = report["errors"]
         .as_array()
@@ -1172,9 +1195,17 @@ json.dump(d2, open("want.json", "w"))
         .iter()
         .map(|e| format!("{} {}", e["file"], e["message"]))
         .collect();
-    assert_eq!(errors.len(), 2, "{errors:#?}");
-    assert!(errors[0].contains("nocats.json") && errors[0].contains("ValueError"));
-    assert!(errors[1].contains("noname.json") && errors[1].contains("lacks `name`"));
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+    assert!(errors[0].contains("dup_ids.json") && errors[0].contains("annotations[1] repeats an annotation id"));
+    assert!(errors[1].contains("empty_bbox.json") && errors[1].contains("annotations[0] has a `bbox`"));
+    assert!(errors[2].contains("ignore.json") && errors[2].contains("annotations[1] has an `ignore`"));
+    assert!(errors[3].contains("nocats.json") && errors[3].contains("ValueError"));
+    assert!(errors[4].contains("noname.json") && errors[4].contains("lacks `name`"));
+    assert_eq!(report["rows"], 1, "orphans.json: its one annotation of an image");
+    // torchvision reads them all.
+    env.write("raw.yaml", "columns:\n  category_id: {kind: class, num_classes: 2}\n");
+    let report = env.check_json(&["-s", "raw.yaml", "d"], 0);
+    assert_eq!(report["rows"], 6);
 }
 
 #[test]

@@ -167,6 +167,8 @@ impl fmt::Display for Key {
 pub struct CategoryMap {
     /// id -> class index.
     classes: HashMap<Key, i64>,
+    /// Whether it is detectron2's (`coco_mapping: contiguous`).
+    contiguous: bool,
 }
 
 impl CategoryMap {
@@ -207,7 +209,10 @@ impl CategoryMap {
         };
         // {cat_id: i for i, cat_id in enumerate(cat_ids)}: a repeated id keeps its last index.
         let classes = order.into_iter().enumerate().map(|(i, id)| (id, i as i64)).collect();
-        Ok(CategoryMap { classes })
+        Ok(CategoryMap {
+            classes,
+            contiguous: *mapping == CocoMapping::Contiguous,
+        })
     }
 }
 
@@ -252,8 +257,19 @@ struct Outline {
     /// The ids of `images`, when present.
     images: Option<std::collections::HashSet<Key>>,
     categories: Option<Vec<Category>>,
-    /// (image id, category id) of every annotation.
-    refs: Vec<(Option<Key>, Option<Key>)>,
+    /// What every annotation names.
+    refs: Vec<Ref>,
+}
+
+/// What the pre-pass keeps of an annotation.
+struct Ref {
+    id: Option<Key>,
+    image: Option<Key>,
+    category: Option<Key>,
+    /// What detectron2's `load_coco_json` stops on: an `ignore` other than
+    /// 0 (`assert`), a `bbox` that is not a non-empty list (`ValueError`
+    /// for an empty one, `TypeError` or worse for the rest).
+    d2_stop: Option<&'static str>,
 }
 
 /// A value pycocotools can use as a dict key (JSON lists and objects are
@@ -333,11 +349,27 @@ impl CocoSource {
         let mut orphans = Vec::new();
         // Category ids used that `categories` lacks: id -> (count, first annotation).
         let mut unknown: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        for (row, (image, category)) in outline.refs.iter().enumerate() {
-            if !image.as_ref().is_some_and(|k| images.contains(k)) {
+        let detectron2 = mappings.iter().any(|(c, m)| c == CATEGORY_ID && m.contiguous);
+        let mut ann_ids = std::collections::HashSet::new();
+        for (row, r) in outline.refs.iter().enumerate() {
+            if !r.image.as_ref().is_some_and(|k| images.contains(k)) {
                 orphans.push(row as u64);
-            } else if !category.as_ref().is_some_and(|k| known.contains(k)) {
-                let id = category.as_ref().map_or_else(|| "NaN".to_string(), Key::to_string);
+                continue;
+            }
+            if detectron2 {
+                // What load_coco_json stops on, in the annotations it reads.
+                if let Some(why) = r.d2_stop {
+                    return Err(ReadError::new(format!("annotations[{row}] has {why}")));
+                }
+                if r.id.as_ref().is_some_and(|id| !ann_ids.insert(id.clone())) {
+                    return Err(ReadError::new(format!(
+                        "annotations[{row}] repeats an annotation id: detectron2's load_coco_json asserts \
+                         \"Annotation ids ... are not unique!\""
+                    )));
+                }
+            }
+            if !r.category.as_ref().is_some_and(|k| known.contains(k)) {
+                let id = r.category.as_ref().map_or_else(|| "NaN".to_string(), Key::to_string);
                 unknown.entry(id).or_insert((0, row as u64)).0 += 1;
             }
         }
@@ -511,8 +543,13 @@ impl<'de> Visitor<'de> for AnnotationsOutline<'_> {
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
-        let slots: HashMap<&str, usize> = INDEXED.iter().enumerate().map(|(i, k)| (*k, i)).collect();
-        let mut values = [None, None, None];
+        let slots: HashMap<&str, usize> = INDEXED
+            .iter()
+            .chain(&["ignore", "bbox"])
+            .enumerate()
+            .map(|(i, k)| (*k, i))
+            .collect();
+        let mut values = [None, None, None, None, None];
         let mut n = 0u64;
         // Keys first (values skipped), then the category id of the same object
         // would need a second look: one seed collects both.
@@ -540,10 +577,20 @@ impl<'de> Visitor<'de> for AnnotationsOutline<'_> {
                     Some(_) => {}
                 }
             }
-            let [_, image, category] = std::mem::take(&mut values);
-            self.0
-                .refs
-                .push((image.as_ref().and_then(Key::of), category.as_ref().and_then(Key::of)));
+            let [id, image, category, ignore, bbox] = std::mem::take(&mut values);
+            let d2_stop = if ignore.is_some_and(|v| Key::of(&v) != Some(Key::Int(0))) {
+                Some("an `ignore` other than 0 (detectron2's load_coco_json asserts it is 0)")
+            } else if bbox.is_some_and(|v| v.as_array().is_none_or(|b| b.is_empty())) {
+                Some("a `bbox` that is not a non-empty list (detectron2's load_coco_json raises on it)")
+            } else {
+                None
+            };
+            self.0.refs.push(Ref {
+                id: id.as_ref().and_then(Key::of),
+                image: image.as_ref().and_then(Key::of),
+                category: category.as_ref().and_then(Key::of),
+                d2_stop,
+            });
             n += 1;
         }
         Ok(n)
