@@ -504,10 +504,9 @@ impl<'de> Visitor<'de> for OutlineSeed<'_> {
                     self.0.categories = Some(cats.into_iter().map(|(id, name)| Category { id, name }).collect());
                 }
                 "images" => {
-                    // Only the ids: pycocotools indexes images by them.
-                    let list = items(map.next_value()?, "images").map_err(de::Error::custom)?;
-                    let ids = ids_of(list, "images").map_err(de::Error::custom)?;
-                    self.0.images = Some(ids.iter().filter_map(|(id, _)| Key::of(id)).collect());
+                    // Only the ids (other values skipped): pycocotools indexes images by them.
+                    let ids = map.next_value_seed(ImagesOutline)?;
+                    self.0.images = Some(ids);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -515,6 +514,79 @@ impl<'de> Visitor<'de> for OutlineSeed<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The ids of `images` (a list of objects each with an `id`, or an empty object).
+struct ImagesOutline;
+
+impl<'de> DeserializeSeed<'de> for ImagesOutline {
+    type Value = std::collections::HashSet<Key>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ImagesOutline {
+    type Value = std::collections::HashSet<Key>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("`images` as a list of image objects (pycocotools raises TypeError on anything else)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        match map.next_key::<IgnoredAny>()? {
+            None => Ok(Default::default()),
+            Some(_) => Err(de::Error::custom(
+                "`images` is an object, not a list: pycocotools iterates its keys and raises TypeError",
+            )),
+        }
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut ids = std::collections::HashSet::new();
+        let mut i = 0u64;
+        while let Some(id) = seq.next_element_seed(ImageId(i))? {
+            ids.extend(Key::of(&id));
+            i += 1;
+        }
+        Ok(ids)
+    }
+}
+
+/// The `id` of `images[i]` (its other values skipped; a repeated key keeps its last value).
+struct ImageId(u64);
+
+impl<'de> DeserializeSeed<'de> for ImageId {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ImageId {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "images[{}] as an object (pycocotools raises TypeError)", self.0)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut id = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "id" {
+                id = Some(map.next_value::<Value>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        match id {
+            Some(id) if hashable(&id) => Ok(id),
+            Some(id) => Err(de::Error::custom(format!(
+                "images[{}]: `id` is {}: pycocotools raises TypeError (unhashable)",
+                self.0,
+                kind_name(&id)
+            ))),
+            None => Err(de::Error::custom(format!(
+                "images[{}] lacks `id`: pycocotools' COCO() raises KeyError",
+                self.0
+            ))),
+        }
     }
 }
 
