@@ -1039,6 +1039,9 @@ write("list_id.json", [ann(1, 1), ann([2], 1)])
 write("image_no_id.json", [ann(1, 1)], images=[{"file_name": "x.jpg"}])
 # Annotations no image holds are never read (category 500 trains nowhere).
 write("orphan.json", [ann(1, 1), ann(2, 500, img=99), ann(3, 9, img=2)])
+# A name decoded with surrogateescape (os.listdir of non-UTF-8 bytes): json.dump
+# writes a lone surrogate escape, which json.load reads back.
+write("surrogate.json", [ann(1, 2)], images=[{"id": 1, "file_name": os.fsdecode(b"caf\xe9.jpg")}])
 # An empty list: no rows, nothing missing.
 write("empty.json", [])
 json.dump({f: reachable("c/" + f) for f in sorted(os.listdir("c"))}, open("want.json", "w"))

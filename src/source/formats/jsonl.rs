@@ -118,10 +118,11 @@ fn beyond_f64(text: &[u8]) -> Option<Vec<u8>> {
     rewrite_numbers(text, false)
 }
 
-/// The text with what Python's `json` reads as a float and serde_json
-/// refuses replaced by marker strings: number literals beyond f64, and the
-/// literals `NaN`, `Infinity` and `-Infinity` (which `json.dump` writes for
-/// non-finite floats and `json.load` reads back); `None` when it has none.
+/// The text with what Python's `json` reads and serde_json refuses
+/// replaced: number literals beyond f64, and the literals `NaN`, `Infinity`
+/// and `-Infinity` (which `json.dump` writes for non-finite floats and
+/// `json.load` reads back) by marker strings; lone surrogate escapes in
+/// strings by U+FFFD. `None` when it has none of them.
 pub(crate) fn python_literals(text: &[u8]) -> Option<Vec<u8>> {
     rewrite_numbers(text, true)
 }
@@ -137,6 +138,29 @@ fn rewrite_numbers(text: &[u8], names: bool) -> Option<Vec<u8>> {
     while i < text.len() {
         let c = text[i];
         if in_string {
+            // A `\uD800`-`\uDFFF` escape that is no pair's half: Python's
+            // json reads it (a lone surrogate, as `json.dump` writes names
+            // decoded with surrogateescape), serde_json refuses it.
+            if names && c == b'\\' && text.get(i + 1) == Some(&b'u') {
+                let unit = |at: usize| {
+                    let hex = text.get(at + 2..at + 6)?;
+                    (text[at] == b'\\' && text[at + 1] == b'u')
+                        .then(|| u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
+                        .flatten()
+                };
+                if let Some(u) = unit(i).filter(|u| (0xD800..0xE000).contains(u)) {
+                    let paired = u < 0xDC00 && unit(i + 6).is_some_and(|l| (0xDC00..0xE000).contains(&l));
+                    if paired {
+                        out.extend_from_slice(&text[i..i + 12]);
+                        i += 12;
+                    } else {
+                        out.extend_from_slice(b"\\ufffd");
+                        replaced = true;
+                        i += 6;
+                    }
+                    continue;
+                }
+            }
             out.push(c);
             if c == b'\\' {
                 if let Some(&next) = text.get(i + 1) {
