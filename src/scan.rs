@@ -353,7 +353,7 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
             }
             None => {
                 positions.push(None);
-                if !spec.optional {
+                if !spec.optional && !source.empty() {
                     errors.push(Error::MissingColumn {
                         path: file.display.clone(),
                         column: spec.name.clone(),

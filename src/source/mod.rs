@@ -97,6 +97,13 @@ pub trait Source: Send + Sync {
         self.read_shapes(unit, projection, shapes, &mut |b| sink(b, &[]))
     }
 
+    /// Whether the file holds no rows and has no column list of its own (a
+    /// TFRecord file of no records): no column is then missing from it, as
+    /// its readers yield nothing and so never miss a feature.
+    fn empty(&self) -> bool {
+        false
+    }
+
     /// Column statistics for a unit, when the format stores them (Parquet).
     /// `None` means "unknown": the unit must be read.
     fn unit_stats(&self, _unit: usize, _column: usize) -> Option<UnitStats> {

@@ -604,3 +604,52 @@ json.dump({n: sum(1 for v in s if v >= 10) for n, s in seen.items()} | {'rows_cu
         "{report:#}"
     );
 }
+
+#[test]
+fn an_empty_tfrecord_shard_has_no_rows_and_misses_no_feature() {
+    // A writer closed before its first record leaves a 0-byte shard (the
+    // last shard of a split, a worker with no examples): the tfrecord
+    // package (and TensorFlow) read no record from it, so no feature can be
+    // missing there; beside shards with records it is read, and passes.
+    let env = Env::new();
+    env.python(
+        r#"
+import gzip
+from tfrecord import TFRecordWriter
+from tfrecord.reader import tfrecord_loader
+os.makedirs('d', exist_ok=True)
+TFRecordWriter('d/empty-00001.tfrecord').close()
+with gzip.open('d/empty-00002.tfrecord.gz', 'wb'):
+    pass
+w = TFRecordWriter('d/full-00000.tfrecord')
+for i in range(4):
+    w.write({'label': (i * 2, 'int')})
+w.close()
+seen = [(n, len(list(tfrecord_loader('d/' + n, None, compression_type='gzip' if n.endswith('.gz') else None))))
+        for n in sorted(os.listdir('d'))]
+json.dump(seen, open('seen.json', 'w'))
+"#,
+    );
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("seen.json")).expect("seen")).expect("json");
+    assert_eq!(
+        seen,
+        serde_json::json!([
+            ["empty-00001.tfrecord", 0],
+            ["empty-00002.tfrecord.gz", 0],
+            ["full-00000.tfrecord", 4]
+        ])
+    );
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 5}\n");
+    let report = env.check_json(&["-s", "s.yaml", "d"], 1);
+    assert_eq!(report["files"], 3);
+    assert_eq!(report["rows"], 4);
+    assert_eq!(report["errors"], Value::Array(vec![]));
+    assert_eq!(
+        all(&report, "label", "class"),
+        vec![("d/full-00000.tfrecord".to_string(), 3, Value::from(6))]
+    );
+    // Named alone, an empty shard passes.
+    let report = env.check_json(&["-s", "s.yaml", "d/empty-00001.tfrecord"], 0);
+    assert_eq!(report["rows"], 0);
+}

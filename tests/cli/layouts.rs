@@ -445,9 +445,9 @@ fn coco_files_that_are_broken_are_their_errors() {
     );
     env.write(
         "d/types.json",
-        r#"{"images": [], "annotations": [{"category_id": 3}], "categories": 7}"#,
+        r#"{"images": [], "annotations": [{"id": 1, "image_id": 1, "category_id": 3}], "categories": 7}"#,
     );
-    env.write("d/good.json", r#"{"images": [], "annotations": [{"category_id": 3}, {"category_id": 95}], "categories": [{"id": 3, "name": "x"}]}"#);
+    env.write("d/good.json", r#"{"images": [{"id": 1}], "annotations": [{"id": 1, "image_id": 1, "category_id": 3}, {"id": 2, "image_id": 1, "category_id": 95}], "categories": [{"id": 3, "name": "x"}]}"#);
     env.write("d/config.json", r#"{"vocab_size": 3}"#);
     let report = env.check_json(&["-s", "s.yaml", "d"], 2);
     assert_eq!(report["files"], 3);
@@ -470,7 +470,11 @@ fn coco_files_that_are_broken_are_their_errors() {
         errors[0].1
     );
     assert_eq!(errors[1].0, "d/types.json");
-    assert!(errors[1].1.contains("invalid type"), "{}", errors[1].1);
+    assert!(
+        errors[1].1.contains("`categories` is a number, not a list"),
+        "{}",
+        errors[1].1
+    );
     assert_eq!(
         by_row(&report, "category_id", "class"),
         BTreeMap::from([(1, Value::from(95))])
@@ -1228,4 +1232,299 @@ fn yolo_searches_read_the_labels_of_images_only() {
     // A named file is read whatever it is.
     let report = env.check_json(&["-s", "s.yaml", "ds/valid/labels/orphan.txt"], 1);
     assert_eq!(report["files"], 1, "{report:#}");
+}
+
+/// pycocotools' `COCO(annotation_file)` (coco.py 2.0: `json.load` of the
+/// file opened as text, then `createIndex`), copied: the frameworks all
+/// load through it, and train on the annotations `imgToAnns` holds.
+/// `reachable(path)` is an error, or [(annotation index, category_id)] in
+/// file order of the annotations some image reaches.
+const PYCOCOTOOLS_PY: &str = r#"
+from collections import defaultdict
+
+def coco(path):
+    with open(path, "r", encoding="utf-8") as f:
+        dataset = json.load(f)
+    assert type(dataset) == dict, "annotation file format {} not supported".format(type(dataset))
+    anns, cats, imgs = {}, {}, {}
+    imgToAnns, catToImgs = defaultdict(list), defaultdict(list)
+    if "annotations" in dataset:
+        for ann in dataset["annotations"]:
+            imgToAnns[ann["image_id"]].append(ann)
+            anns[ann["id"]] = ann
+    if "images" in dataset:
+        for img in dataset["images"]:
+            imgs[img["id"]] = img
+    if "categories" in dataset:
+        for cat in dataset["categories"]:
+            cats[cat["id"]] = cat
+    if "annotations" in dataset and "categories" in dataset:
+        for ann in dataset["annotations"]:
+            catToImgs[ann["category_id"]].append(ann["image_id"])
+    return dataset, imgs, imgToAnns
+
+def reachable(path):
+    try:
+        dataset, imgs, imgToAnns = coco(path)
+    except Exception as e:
+        return "%s: %s" % (type(e).__name__, e)
+    seen = {id(a) for i in imgs for a in imgToAnns[i]}
+    return [(k, a["category_id"]) for k, a in enumerate(dataset["annotations"]) if id(a) in seen]
+"#;
+
+#[test]
+fn coco_files_as_pycocotools_loads_them() {
+    let env = Env::new();
+    env.python(
+        &(PYCOCOTOOLS_PY.to_string()
+            + r#"
+os.makedirs("c", exist_ok=True)
+imgs = [{"id": i, "file_name": f"{i}.jpg", "height": 8, "width": 8} for i in (1, 2)]
+cats = [{"id": i, "name": f"c{i}"} for i in (1, 2)]
+def ann(k, cat, img=1, **kw):
+    return dict({"id": k, "image_id": img, "category_id": cat, "bbox": [0, 0, 2, 2], "area": 4.0, "iscrowd": 0}, **kw)
+def write(name, anns, encoding="utf-8", **kw):
+    with open("c/" + name, "w", encoding=encoding) as f:
+        json.dump(dict({"images": imgs, "annotations": anns, "categories": cats}, **kw), f)
+# json.dump writes NaN and Infinity, and json.load reads them back: it loads.
+write("nan.json", [ann(1, 1, area=float("nan")), ann(2, 7, bbox=[0, 0, float("inf"), 1]), ann(3, 2, area=float("-inf"))])
+# A byte-order mark: json.load refuses the text ("Unexpected UTF-8 BOM").
+write("bom.json", [ann(1, 1)], encoding="utf-8-sig")
+# Keys createIndex reads: KeyError / TypeError (unhashable) at load.
+write("no_image_id.json", [ann(1, 1), {"id": 2, "category_id": 1}])
+write("list_id.json", [ann(1, 1), ann([2], 1)])
+write("image_no_id.json", [ann(1, 1)], images=[{"file_name": "x.jpg"}])
+# Annotations no image holds are never read (category 500 trains nowhere).
+write("orphan.json", [ann(1, 1), ann(2, 500, img=99), ann(3, 9, img=2)])
+# A name decoded with surrogateescape (os.listdir of non-UTF-8 bytes): json.dump
+# writes a lone surrogate escape, which json.load reads back.
+write("surrogate.json", [ann(1, 2)], images=[{"id": 1, "file_name": os.fsdecode(b"caf\xe9.jpg")}])
+# An empty list: no rows, nothing missing.
+write("empty.json", [])
+json.dump({f: reachable("c/" + f) for f in sorted(os.listdir("c"))}, open("want.json", "w"))
+"#),
+    );
+    let want = read_json(&env, "want.json");
+    env.write("s.yaml", "columns:\n  category_id: {kind: class, num_classes: 3}\n");
+    let report = env.check_json(&["-s", "s.yaml", "c", "--max-examples", "100"], 2);
+    let want = want.as_object().expect("object");
+    let refused: Vec<String> = want
+        .iter()
+        .filter(|(_, v)| v.is_string())
+        .map(|(f, _)| format!("c/{f}"))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            "c/bom.json",
+            "c/image_no_id.json",
+            "c/list_id.json",
+            "c/no_image_id.json"
+        ]
+    );
+    let errors: BTreeMap<String, String> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| (e["file"].as_str().expect("file").to_string(), e["message"].to_string()))
+        .collect();
+    assert_eq!(errors.keys().cloned().collect::<Vec<_>>(), refused, "{errors:#?}");
+    assert!(errors["c/bom.json"].contains("byte-order mark"));
+    assert!(errors["c/no_image_id.json"].contains("annotations[1] lacks `image_id`"));
+    assert!(errors["c/list_id.json"].contains("unhashable"));
+    assert!(errors["c/image_no_id.json"].contains("images[0] lacks `id`"));
+    // Rows are the annotations pycocotools' index reaches; violations theirs.
+    let read: Vec<(String, u64, i64)> = want
+        .iter()
+        .filter_map(|(f, v)| v.as_array().map(|rows| (f, rows)))
+        .flat_map(|(f, rows)| {
+            rows.iter().map(move |r| {
+                (
+                    format!("c/{f}"),
+                    r[0].as_u64().expect("row"),
+                    r[1].as_i64().expect("id"),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(report["rows"], read.len());
+    let out: Vec<(String, u64, Value)> = read
+        .into_iter()
+        .filter(|(_, _, id)| *id >= 3)
+        .map(|(f, r, id)| (f, r, Value::from(id)))
+        .collect();
+    assert_eq!(
+        out,
+        [
+            ("c/nan.json".to_string(), 1, Value::from(7)),
+            ("c/orphan.json".to_string(), 2, Value::from(9))
+        ]
+    );
+    assert_eq!(hits(&report, "category_id", "class"), (2, out));
+    assert!(
+        warnings(&report).iter().any(|w| w.starts_with(
+            "c/orphan.json: 1 annotation(s) name an image_id that `images` lacks (first: annotations[1])"
+        )),
+        "{:#?}",
+        warnings(&report)
+    );
+}
+
+#[test]
+fn coco_ids_map_as_python_dict_keys() {
+    // detectron2 sorts the ids as Python sorts them ("10" before "9") and
+    // looks annotations up by dict key (True is 1); a category without a
+    // name, or no categories, stops its load_coco_json.
+    let env = Env::new();
+    env.python(
+        r#"
+os.makedirs("c", exist_ok=True)
+imgs = [{"id": 1}]
+def write(name, cats, ids):
+    anns = [{"id": k, "image_id": 1, "category_id": c} for k, c in enumerate(ids)]
+    json.dump({"images": imgs, "annotations": anns, "categories": cats}, open("c/" + name, "w"))
+write("strings.json", [{"id": "9", "name": "a"}, {"id": "10", "name": "b"}], ["9", "10", "9"])
+write("bools.json", [{"id": 1, "name": "a"}, {"id": 0.5, "name": "b"}, {"id": 0, "name": "c"}], [True, 0.5, False, 1.0])
+d2 = {}
+for f in ("strings.json", "bools.json"):
+    data = json.load(open("c/" + f))
+    id_map = {v: i for i, v in enumerate(sorted(c["id"] for c in data["categories"]))}
+    d2[f] = [id_map[a["category_id"]] for a in data["annotations"]]
+json.dump(d2, open("want.json", "w"))
+"#,
+    );
+    let want = read_json(&env, "want.json");
+    // num_classes 1: every class but 0 comes back as an example.
+    env.write(
+        "s.yaml",
+        "columns:\n  category_id: {kind: class, num_classes: 1, coco_mapping: contiguous}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "c", "--max-examples", "100"], 1);
+    let want: Vec<(String, u64, Value)> = ["c/bools.json", "c/strings.json"]
+        .iter()
+        .flat_map(|f| {
+            want[f.trim_start_matches("c/")]
+                .as_array()
+                .expect("list")
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.as_i64() != Some(0))
+                .map(|(r, v)| (f.to_string(), r as u64, v.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(want.len(), 5);
+    assert_eq!(hits(&report, "category_id", "class"), (5, want));
+    assert_eq!(crate::util::check(&report, "category_id", "null")["violations"], 0);
+
+    env.write(
+        "d/noname.json",
+        r#"{"images": [], "annotations": [], "categories": [{"id": 1}]}"#,
+    );
+    env.write(
+        "d/nocats.json",
+        r#"{"images": [], "annotations": [], "categories": []}"#,
+    );
+    // What load_coco_json stops on in the annotations it reads: a repeated
+    // annotation id (assert), `ignore` set (assert), an empty bbox
+    // (ValueError); the same in an annotation of no image is never read.
+    let coco = |anns: &str| {
+        format!(r#"{{"images": [{{"id": 1}}], "categories": [{{"id": 1, "name": "a"}}], "annotations": [{anns}]}}"#)
+    };
+    let a = |id: u32, img: u32, extra: &str| format!(r#"{{"id": {id}, "image_id": {img}, "category_id": 1{extra}}}"#);
+    env.write("d/dup_ids.json", &coco(&[a(1, 1, ""), a(1, 1, "")].join(", ")));
+    env.write(
+        "d/ignore.json",
+        &coco(&[a(1, 1, ""), a(2, 1, r#", "ignore": 1"#)].join(", ")),
+    );
+    env.write("d/empty_bbox.json", &coco(&a(1, 1, r#", "bbox": []"#)));
+    env.write(
+        "d/orphans.json",
+        &coco(
+            &[
+                a(1, 1, r#", "ignore": 0.0, "bbox": [1, 2, 3, 4]"#),
+                a(1, 7, r#", "bbox": []"#),
+            ]
+            .join(", "),
+        ),
+    );
+    let report = env.check_json(&["-s", "s.yaml", "d"], 2);
+    let errors: Vec<String> = report["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| format!("{} {}", e["file"], e["message"]))
+        .collect();
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+    assert!(errors[0].contains("dup_ids.json") && errors[0].contains("annotations[1] repeats an annotation id"));
+    assert!(errors[1].contains("empty_bbox.json") && errors[1].contains("annotations[0] has a `bbox`"));
+    assert!(errors[2].contains("ignore.json") && errors[2].contains("annotations[1] has an `ignore`"));
+    assert!(errors[3].contains("nocats.json") && errors[3].contains("ValueError"));
+    assert!(errors[4].contains("noname.json") && errors[4].contains("lacks `name`"));
+    assert_eq!(report["rows"], 1, "orphans.json: its one annotation of an image");
+    // torchvision reads them all.
+    env.write("raw.yaml", "columns:\n  category_id: {kind: class, num_classes: 2}\n");
+    let report = env.check_json(&["-s", "raw.yaml", "d"], 0);
+    assert_eq!(report["rows"], 6);
+}
+
+#[test]
+fn broken_links_that_torchvision_does_not_list_are_not_errors() {
+    // os.walk lists a broken link as a file name; make_dataset keeps it only
+    // when the name has an image extension, so `notes.txt -> nowhere` (and a
+    // broken link beside the class folders, which is no directory) are
+    // nothing to ImageFolder.
+    let env = Env::new();
+    env.python(&format!(
+        "{FOLDER_PY}
+touch('data/a/1.png'); touch('data/b/2.JPG'); touch('data/b/sub/3.webp')
+touch('data/a/notes.txt', '../../nowhere.txt')
+touch('data/b/sub/.DS_Store', '/nonexistent/ds')
+touch('data/gone', '../nowhere')
+expected('data', 'want.json')
+"
+    ));
+    env.write("s.yaml", EVERY_ROW);
+    let want = read_json(&env, "want.json");
+    let report = env.check_json(&["-s", "s.yaml", "data"], 1);
+    assert_eq!(report["errors"], Value::Array(vec![]), "{report:#}");
+    let samples: BTreeMap<String, Value> = want["samples"]
+        .as_object()
+        .expect("samples")
+        .iter()
+        .map(|(p, i)| (p.clone(), i.clone()))
+        .collect();
+    assert_eq!(samples.len(), 3);
+    assert_eq!(by_file(&report, "label", "values"), samples);
+}
+
+#[test]
+fn coco_annotations_without_images_are_all_checked() {
+    // `images: []`: annotations alone (a label dump or a fixture); no image
+    // reaches any of them, but each is a row and is checked. With images,
+    // an annotation no image has is not checked (pycocotools never loads it).
+    let env = Env::new();
+    let anns = r#"[{"id": 1, "image_id": 1, "category_id": 3}, {"id": 2, "image_id": 7, "category_id": 95}]"#;
+    let cats = r#"[{"id": 3, "name": "a"}, {"id": 95, "name": "b"}]"#;
+    env.write(
+        "alone/a.json",
+        &format!(r#"{{"images": [], "annotations": {anns}, "categories": {cats}}}"#),
+    );
+    env.write(
+        "with/a.json",
+        &format!(r#"{{"images": [{{"id": 1}}], "annotations": {anns}, "categories": {cats}}}"#),
+    );
+    env.write("s.yaml", "columns:\n  category_id: {kind: class, num_classes: 91}\n");
+    let report = env.check_json(&["-s", "s.yaml", "alone/a.json"], 1);
+    assert_eq!(
+        by_row(&report, "category_id", "class"),
+        BTreeMap::from([(1, Value::from(95))])
+    );
+    let report = env.check_json(&["-s", "s.yaml", "with/a.json"], 0);
+    assert!(
+        warnings(&report)
+            .iter()
+            .any(|w| w.contains("1 annotation(s) name an image_id")),
+        "{report:#}"
+    );
 }

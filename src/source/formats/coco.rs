@@ -19,6 +19,12 @@
 //! box); without one the id is checked raw, and ids that `categories` lacks
 //! are a note on the file.
 //!
+//! The file is read as pycocotools' `COCO()` reads it: Python's `json`
+//! (`NaN`, `Infinity` accepted, a BOM refused), and what `createIndex`
+//! refuses (an annotation without `id`, `image_id` or `category_id`, an
+//! unhashable id) is the file's error. Annotations whose `image_id` no
+//! image has are not rows: loaders reach annotations through images.
+//!
 //! The file is read whole (memory: its size) and parsed twice with
 //! serde_json: at open for the keys, the categories and the ids used (values
 //! skipped), and when read for the wanted keys only.
@@ -30,7 +36,7 @@ use std::path::Path;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::jsonl::{Keys, KeysSeed, RowSeed, Slots, push_value};
+use super::jsonl::{Keys, KeysSeed, RowSeed, Slots, is_marker, push_value};
 use super::textcol::{self, BATCH_ELEMENTS, ColumnBuilder};
 use crate::schema::CocoMapping;
 use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
@@ -83,38 +89,114 @@ pub fn is_coco(path: &Path) -> bool {
             .all(|k| keys.names.iter().any(|n| n == k))
 }
 
-/// A category of `categories`.
-#[derive(Debug, Clone, serde::Deserialize)]
+/// A category of `categories` (a JSON object: a repeated key keeps its last
+/// value, as Python's `json` keeps it).
+#[derive(Debug, Clone)]
 struct Category {
     id: Value,
-    #[serde(default)]
     name: Option<Value>,
+}
+
+/// An id as a key of a Python dict, which is how pycocotools and the
+/// frameworks look ids up: `1`, `1.0` and `true` are one key, `"1"` is
+/// another, and `null` is a key too.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Key {
+    Null,
+    Int(i128),
+    /// A finite number with a fractional part, by its bits.
+    Frac(u64),
+    Str(String),
+}
+
+impl Key {
+    /// The key of a JSON value; `None` for what no key can equal here (a
+    /// list or object, which pycocotools refuses as unhashable, and NaN or
+    /// an infinity, which no annotation can name as a category).
+    fn of(v: &Value) -> Option<Key> {
+        match v {
+            Value::Null => Some(Key::Null),
+            Value::Bool(b) => Some(Key::Int(i128::from(*b))),
+            Value::Number(n) => whole(v)
+                .map(Key::Int)
+                .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| Key::Frac(f.to_bits()))),
+            Value::String(s) if !is_marker(s) => Some(Key::Str(s.clone())),
+            _ => None,
+        }
+    }
+
+    /// Python's `sorted` of the ids: numbers by value, strings by code
+    /// point; numbers beside strings, or `None` beside anything, raise
+    /// `TypeError` there (`None` when so).
+    fn sorted(mut keys: Vec<Key>) -> Option<Vec<Key>> {
+        let kind = |k: &Key| match k {
+            Key::Null => 0,
+            Key::Int(_) | Key::Frac(_) => 1,
+            Key::Str(_) => 2,
+        };
+        if keys.windows(2).any(|w| kind(&w[0]) != kind(&w[1]) || kind(&w[0]) == 0) {
+            return None;
+        }
+        let num = |k: &Key| match k {
+            Key::Int(i) => *i as f64,
+            Key::Frac(b) => f64::from_bits(*b),
+            _ => 0.0,
+        };
+        keys.sort_by(|a, b| match (a, b) {
+            (Key::Int(x), Key::Int(y)) => x.cmp(y),
+            (Key::Str(x), Key::Str(y)) => x.cmp(y),
+            _ => num(a).total_cmp(&num(b)),
+        });
+        Some(keys)
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Key::Null => f.write_str("null"),
+            Key::Int(i) => write!(f, "{i}"),
+            Key::Frac(b) => write!(f, "{}", f64::from_bits(*b)),
+            Key::Str(s) => write!(f, "{s:?}"),
+        }
+    }
 }
 
 /// How a mapped column turns ids into classes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CategoryMap {
     /// id -> class index.
-    classes: HashMap<i128, i64>,
+    classes: HashMap<Key, i64>,
+    /// Whether it is detectron2's (`coco_mapping: contiguous`).
+    contiguous: bool,
 }
 
 impl CategoryMap {
     /// The mapping a framework builds from `categories`.
-    fn new(mapping: &CocoMapping, categories: &[Category]) -> CategoryMap {
-        let ids = |keep: &dyn Fn(&Category) -> bool| -> Vec<i128> {
+    fn new(mapping: &CocoMapping, categories: &[Category]) -> Result<CategoryMap, String> {
+        let ids = |keep: &dyn Fn(&Category) -> bool| -> Vec<Key> {
             categories
                 .iter()
                 .filter(|c| keep(c))
-                .filter_map(|c| whole(&c.id))
+                .filter_map(|c| Key::of(&c.id))
                 .collect()
         };
         let order = match mapping {
-            // detectron2: cat_ids = sorted(coco_api.getCatIds())
-            CocoMapping::Contiguous => {
-                let mut v = ids(&|_| true);
-                v.sort_unstable();
-                v
+            // detectron2: cat_ids = sorted(coco_api.getCatIds()), then
+            // min(cat_ids) and c["name"] of each category.
+            CocoMapping::Contiguous if categories.is_empty() => {
+                return Err(
+                    "`categories` is empty: detectron2's load_coco_json raises ValueError (min() of no ids)".into(),
+                );
             }
+            CocoMapping::Contiguous if categories.iter().any(|c| c.name.is_none()) => {
+                return Err("a category lacks `name`: detectron2's load_coco_json raises KeyError".into());
+            }
+            CocoMapping::Contiguous => Key::sorted(ids(&|_| true)).ok_or_else(|| {
+                "`categories` mixes ids that Python cannot sort together (numbers and strings, or null): \
+                 detectron2's sorted(getCatIds()) raises TypeError"
+                    .to_string()
+            })?,
             // mmdet: coco.get_cat_ids(cat_names=classes), in categories' order
             // (pycocotools' getCatIds; an empty list means every category).
             CocoMapping::ByName(names) => ids(&|c| {
@@ -127,7 +209,10 @@ impl CategoryMap {
         };
         // {cat_id: i for i, cat_id in enumerate(cat_ids)}: a repeated id keeps its last index.
         let classes = order.into_iter().enumerate().map(|(i, id)| (id, i as i64)).collect();
-        CategoryMap { classes }
+        Ok(CategoryMap {
+            classes,
+            contiguous: *mapping == CocoMapping::Contiguous,
+        })
     }
 }
 
@@ -151,33 +236,86 @@ pub struct CocoSource {
     categories: Vec<Category>,
     /// The mapping of each mapped column (by name).
     mappings: Vec<(String, CategoryMap)>,
+    /// Whether the text holds `NaN`, `Infinity` or numbers beyond f64
+    /// (Python's `json` reads them; serde_json reads the text rewritten).
+    python_literals: bool,
+    /// Annotations whose `image_id` no image has, ascending: no loader
+    /// reads them, so they are not rows.
+    orphans: Vec<u64>,
     notes: Vec<String>,
 }
+
+/// The keys pycocotools' `createIndex` reads from every annotation
+/// (`KeyError` when one lacks them; `TypeError` when one is a list or object).
+const INDEXED: [&str; 3] = ["id", "image_id", CATEGORY_ID];
 
 /// What the pre-pass collects.
 #[derive(Default)]
 struct Outline {
     keys: Keys,
     annotations: Option<u64>,
-    images: bool,
+    /// The ids of `images`, when present.
+    images: Option<std::collections::HashSet<Key>>,
     categories: Option<Vec<Category>>,
-    /// Category ids used: id -> (count, first annotation).
-    used: BTreeMap<i128, (u64, u64)>,
+    /// What every annotation names.
+    refs: Vec<Ref>,
+}
+
+/// What the pre-pass keeps of an annotation.
+struct Ref {
+    id: Option<Key>,
+    image: Option<Key>,
+    category: Option<Key>,
+    /// What detectron2's `load_coco_json` stops on: an `ignore` other than
+    /// 0 (`assert`), a `bbox` that is not a non-empty list (`ValueError`
+    /// for an empty one, `TypeError` or worse for the rest).
+    d2_stop: Option<&'static str>,
+}
+
+/// A value pycocotools can use as a dict key (JSON lists and objects are
+/// unhashable in Python).
+fn hashable(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+/// The text to parse: without a BOM (refused at open), rewritten when it
+/// holds Python's float literals.
+fn text_of(bytes: &[u8], python_literals: bool) -> std::borrow::Cow<'_, [u8]> {
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    match python_literals.then(|| super::jsonl::python_literals(body)).flatten() {
+        Some(text) => text.into(),
+        None => body.into(),
+    }
 }
 
 impl CocoSource {
     /// Opens a COCO file; `mapping(column)` is the schema's `coco_mapping`.
     pub fn open_with(path: &Path, mapping: &dyn Fn(&str) -> Option<CocoMapping>) -> Result<Self, ReadError> {
         let bytes = whole_file(path)?;
-        let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-        let mut outline = Outline::default();
-        let mut de = serde_json::Deserializer::from_slice(body);
-        OutlineSeed(&mut outline)
-            .deserialize(&mut de)
-            .and_then(|_| de.end())
-            .map_err(|e| ReadError::new(format!("not a COCO annotation file: {e}")))?;
+        if bytes.starts_with(b"\xEF\xBB\xBF") {
+            // pycocotools reads with json.load(open(f)), which refuses it.
+            return Err(ReadError::new(
+                "the file starts with a UTF-8 byte-order mark: Python's json (pycocotools' COCO()) refuses it \
+                 (\"Unexpected UTF-8 BOM\"); save it without one",
+            ));
+        }
+        let outline_of = |text: &[u8]| {
+            let mut outline = Outline::default();
+            let mut de = serde_json::Deserializer::from_slice(text);
+            OutlineSeed(&mut outline)
+                .deserialize(&mut de)
+                .and_then(|_| de.end())
+                .map(|_| outline)
+        };
+        let (outline, python_literals) = match outline_of(&bytes) {
+            Ok(o) => (o, false),
+            Err(e) => match super::jsonl::python_literals(&bytes) {
+                Some(text) => (outline_of(&text).map_err(|e| bad(&e))?, true),
+                None => return Err(bad(&e)),
+            },
+        };
         let lacks: Vec<&str> = [
-            ("images", outline.images),
+            ("images", outline.images.is_some()),
             ("annotations", outline.annotations.is_some()),
             ("categories", outline.categories.is_some()),
         ]
@@ -192,18 +330,64 @@ impl CocoSource {
             )));
         }
         let categories = outline.categories.unwrap_or_default();
-        let columns = outline.keys.names;
+        // Every annotation holds the keys pycocotools indexes, so they are
+        // columns even of an empty list.
+        let mut columns = outline.keys.names;
+        for k in INDEXED {
+            if !columns.iter().any(|c| c == k) {
+                columns.push(k.to_string());
+            }
+        }
         let mappings: Vec<(String, CategoryMap)> = columns
             .iter()
-            .filter_map(|c| mapping(c).map(|m| (c.clone(), CategoryMap::new(&m, &categories))))
-            .collect();
-        let known: Vec<i128> = categories.iter().filter_map(|c| whole(&c.id)).collect();
-        let unknown: Vec<(&i128, &(u64, u64))> = outline.used.iter().filter(|(id, _)| !known.contains(id)).collect();
+            .filter_map(|c| mapping(c).map(|m| (c, m)))
+            .map(|(c, m)| CategoryMap::new(&m, &categories).map(|map| (c.clone(), map)))
+            .collect::<Result<_, _>>()
+            .map_err(ReadError::new)?;
+        let images = outline.images.unwrap_or_default();
+        let known: std::collections::HashSet<Key> = categories.iter().filter_map(|c| Key::of(&c.id)).collect();
+        let mut orphans = Vec::new();
+        // Category ids used that `categories` lacks: id -> (count, first annotation).
+        let mut unknown: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        let detectron2 = mappings.iter().any(|(c, m)| c == CATEGORY_ID && m.contiguous);
+        let mut ann_ids = std::collections::HashSet::new();
+        for (row, r) in outline.refs.iter().enumerate() {
+            // A file of no images at all is annotations alone (a fixture,
+            // a label dump): each is a row.
+            if !images.is_empty() && !r.image.as_ref().is_some_and(|k| images.contains(k)) {
+                orphans.push(row as u64);
+                continue;
+            }
+            if detectron2 {
+                // What load_coco_json stops on, in the annotations it reads.
+                if let Some(why) = r.d2_stop {
+                    return Err(ReadError::new(format!("annotations[{row}] has {why}")));
+                }
+                if r.id.as_ref().is_some_and(|id| !ann_ids.insert(id.clone())) {
+                    return Err(ReadError::new(format!(
+                        "annotations[{row}] repeats an annotation id: detectron2's load_coco_json asserts \
+                         \"Annotation ids ... are not unique!\""
+                    )));
+                }
+            }
+            if !r.category.as_ref().is_some_and(|k| known.contains(k)) {
+                let id = r.category.as_ref().map_or_else(|| "NaN".to_string(), Key::to_string);
+                unknown.entry(id).or_insert((0, row as u64)).0 += 1;
+            }
+        }
         let mut notes = Vec::new();
+        if let Some(&first) = orphans.first() {
+            notes.push(format!(
+                "{} annotation(s) name an image_id that `images` lacks (first: annotations[{first}]): pycocotools \
+                 indexes annotations by image, so no loader (torchvision, detectron2, mmdetection) reads them; \
+                 they are not checked",
+                orphans.len()
+            ));
+        }
         if !unknown.is_empty() {
-            let count: u64 = unknown.iter().map(|(_, (n, _))| n).sum();
-            let ids: Vec<String> = unknown.iter().take(8).map(|(id, _)| id.to_string()).collect();
-            let first = unknown.iter().map(|(_, (_, f))| *f).min().unwrap_or(0);
+            let count: u64 = unknown.values().map(|(n, _)| n).sum();
+            let ids: Vec<&str> = unknown.keys().take(8).map(String::as_str).collect();
+            let first = unknown.values().map(|(_, f)| *f).min().unwrap_or(0);
             let how = if mappings.iter().any(|(c, _)| c == CATEGORY_ID) {
                 "they are null in the mapped category_id column"
             } else {
@@ -219,6 +403,8 @@ impl CocoSource {
             columns,
             categories,
             mappings,
+            python_literals,
+            orphans,
             notes,
         })
     }
@@ -234,6 +420,10 @@ impl CocoSource {
     }
 }
 
+fn bad(e: &serde_json::Error) -> ReadError {
+    ReadError::new(format!("not a COCO annotation file: {e}"))
+}
+
 /// Reads the top-level object: keys of annotations, categories, ids used.
 struct OutlineSeed<'a>(&'a mut Outline);
 
@@ -244,28 +434,81 @@ impl<'de> DeserializeSeed<'de> for OutlineSeed<'_> {
     }
 }
 
+/// A list as pycocotools iterates it: a JSON list, or an empty object
+/// (iterating a dict gives its keys, strings, which `x['id']` refuses).
+fn items(v: Value, what: &str) -> Result<Vec<Value>, String> {
+    match v {
+        Value::Array(a) => Ok(a),
+        Value::Object(o) if o.is_empty() => Ok(Vec::new()),
+        Value::Object(_) => Err(format!(
+            "`{what}` is an object, not a list: pycocotools iterates its keys and raises TypeError"
+        )),
+        other => Err(format!(
+            "`{what}` is {}, not a list: pycocotools raises TypeError",
+            kind_name(&other)
+        )),
+    }
+}
+
+fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The `id` of each element of `images` or `categories`, as
+/// pycocotools' `createIndex` reads it (`x['id']`).
+fn ids_of(list: Vec<Value>, what: &str) -> Result<Vec<(Value, Option<Value>)>, String> {
+    list.into_iter()
+        .enumerate()
+        .map(|(i, x)| match x {
+            Value::Object(mut o) => match o.remove("id") {
+                Some(id) if hashable(&id) => Ok((id, o.remove("name"))),
+                Some(id) => Err(format!(
+                    "{what}[{i}]: `id` is {}: pycocotools raises TypeError (unhashable)",
+                    kind_name(&id)
+                )),
+                None => Err(format!("{what}[{i}] lacks `id`: pycocotools' COCO() raises KeyError")),
+            },
+            other => Err(format!(
+                "{what}[{i}] is {}, not an object: pycocotools raises TypeError",
+                kind_name(&other)
+            )),
+        })
+        .collect()
+}
+
 impl<'de> Visitor<'de> for OutlineSeed<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object with images, annotations and categories")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // Python's json keeps the last of repeated keys: so does this, but
+        // for `annotations`, whose rows would be ambiguous.
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
                 "annotations" => {
-                    // Python's json keeps the last of repeated keys; rows
-                    // would be ambiguous, so a second list is refused.
                     if self.0.annotations.is_some() {
                         return Err(de::Error::custom("the object holds `annotations` twice"));
                     }
                     let n = map.next_value_seed(AnnotationsOutline(&mut *self.0))?;
                     self.0.annotations = Some(n);
                 }
-                "categories" => self.0.categories = Some(map.next_value()?),
+                "categories" => {
+                    let list = items(map.next_value()?, "categories").map_err(de::Error::custom)?;
+                    let cats = ids_of(list, "categories").map_err(de::Error::custom)?;
+                    self.0.categories = Some(cats.into_iter().map(|(id, name)| Category { id, name }).collect());
+                }
                 "images" => {
-                    // Not read: present is enough (pycocotools indexes it).
-                    map.next_value::<IgnoredAny>()?;
-                    self.0.images = true;
+                    // Only the ids (other values skipped): pycocotools indexes images by them.
+                    let ids = map.next_value_seed(ImagesOutline)?;
+                    self.0.images = Some(ids);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -276,13 +519,86 @@ impl<'de> Visitor<'de> for OutlineSeed<'_> {
     }
 }
 
+/// The ids of `images` (a list of objects each with an `id`, or an empty object).
+struct ImagesOutline;
+
+impl<'de> DeserializeSeed<'de> for ImagesOutline {
+    type Value = std::collections::HashSet<Key>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ImagesOutline {
+    type Value = std::collections::HashSet<Key>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("`images` as a list of image objects (pycocotools raises TypeError on anything else)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        match map.next_key::<IgnoredAny>()? {
+            None => Ok(Default::default()),
+            Some(_) => Err(de::Error::custom(
+                "`images` is an object, not a list: pycocotools iterates its keys and raises TypeError",
+            )),
+        }
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut ids = std::collections::HashSet::new();
+        let mut i = 0u64;
+        while let Some(id) = seq.next_element_seed(ImageId(i))? {
+            ids.extend(Key::of(&id));
+            i += 1;
+        }
+        Ok(ids)
+    }
+}
+
+/// The `id` of `images[i]` (its other values skipped; a repeated key keeps its last value).
+struct ImageId(u64);
+
+impl<'de> DeserializeSeed<'de> for ImageId {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ImageId {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "images[{}] as an object (pycocotools raises TypeError)", self.0)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut id = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "id" {
+                id = Some(map.next_value::<Value>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        match id {
+            Some(id) if hashable(&id) => Ok(id),
+            Some(id) => Err(de::Error::custom(format!(
+                "images[{}]: `id` is {}: pycocotools raises TypeError (unhashable)",
+                self.0,
+                kind_name(&id)
+            ))),
+            None => Err(de::Error::custom(format!(
+                "images[{}] lacks `id`: pycocotools' COCO() raises KeyError",
+                self.0
+            ))),
+        }
+    }
+}
+
 /// The annotations list in the pre-pass: keys and category ids.
 struct AnnotationsOutline<'a>(&'a mut Outline);
 
 impl<'de> DeserializeSeed<'de> for AnnotationsOutline<'_> {
     type Value = u64;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
-        d.deserialize_seq(self)
+        d.deserialize_any(self)
     }
 }
 
@@ -291,9 +607,23 @@ impl<'de> Visitor<'de> for AnnotationsOutline<'_> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a list of annotation objects")
     }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u64, A::Error> {
+        // An empty object iterates as an empty list; any other does not.
+        match map.next_key::<IgnoredAny>()? {
+            None => Ok(0),
+            Some(_) => Err(de::Error::custom(
+                "`annotations` is an object, not a list: pycocotools iterates its keys and raises TypeError",
+            )),
+        }
+    }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
-        let slots: HashMap<&str, usize> = [(CATEGORY_ID, 0)].into_iter().collect();
-        let mut values = [None];
+        let slots: HashMap<&str, usize> = INDEXED
+            .iter()
+            .chain(&["ignore", "bbox"])
+            .enumerate()
+            .map(|(i, k)| (*k, i))
+            .collect();
+        let mut values = [None, None, None, None, None];
         let mut n = 0u64;
         // Keys first (values skipped), then the category id of the same object
         // would need a second look: one seed collects both.
@@ -305,10 +635,36 @@ impl<'de> Visitor<'de> for AnnotationsOutline<'_> {
             })?
             .is_some()
         {
-            if let Some(id) = values[0].take().as_ref().and_then(whole) {
-                let e = self.0.used.entry(id).or_insert((0, n));
-                e.0 += 1;
+            for (k, v) in INDEXED.iter().zip(&values) {
+                match v {
+                    None => {
+                        return Err(de::Error::custom(format!(
+                            "annotations[{n}] lacks `{k}`: pycocotools' COCO() raises KeyError"
+                        )));
+                    }
+                    Some(v) if !hashable(v) => {
+                        return Err(de::Error::custom(format!(
+                            "annotations[{n}]: `{k}` is {}: pycocotools' COCO() raises TypeError (unhashable)",
+                            kind_name(v)
+                        )));
+                    }
+                    Some(_) => {}
+                }
             }
+            let [id, image, category, ignore, bbox] = std::mem::take(&mut values);
+            let d2_stop = if ignore.is_some_and(|v| Key::of(&v) != Some(Key::Int(0))) {
+                Some("an `ignore` other than 0 (detectron2's load_coco_json asserts it is 0)")
+            } else if bbox.is_some_and(|v| v.as_array().is_none_or(|b| b.is_empty())) {
+                Some("a `bbox` that is not a non-empty list (detectron2's load_coco_json raises on it)")
+            } else {
+                None
+            };
+            self.0.refs.push(Ref {
+                id: id.as_ref().and_then(Key::of),
+                image: image.as_ref().and_then(Key::of),
+                category: category.as_ref().and_then(Key::of),
+                d2_stop,
+            });
             n += 1;
         }
         Ok(n)
@@ -357,6 +713,10 @@ struct ReadPass<'a> {
     slots: &'a HashMap<&'a str, usize>,
     outputs: &'a [usize],
     maps: &'a [Option<&'a CategoryMap>],
+    /// Annotations that are not rows ([`CocoSource::orphans`]).
+    orphans: &'a [u64],
+    /// Whether the text was rewritten by [`super::jsonl::python_literals`].
+    rewritten: bool,
     sink: &'a mut dyn FnMut(Batch) -> Result<(), ReadError>,
     /// The sink's or a builder's error, which serde only carries as text.
     failed: Option<ReadError>,
@@ -385,6 +745,7 @@ impl<'de> Visitor<'de> for &mut ReadPass<'_> {
             this.failed = Some(e);
             de::Error::custom("stopped")
         };
+        let mut orphans = self.orphans.iter().peekable();
         while seq
             .next_element_seed(RowSeed {
                 slots: self.slots,
@@ -392,13 +753,26 @@ impl<'de> Visitor<'de> for &mut ReadPass<'_> {
             })?
             .is_some()
         {
+            if orphans.next_if_eq(&&row).is_some() {
+                // Not a row: the rows before it end a batch (rows of a batch are consecutive).
+                if rows > 0 {
+                    let batch =
+                        textcol::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
+                    (self.sink)(batch).map_err(|e| stop(self, e))?;
+                }
+                values.iter_mut().for_each(|v| *v = None);
+                row += 1;
+                first_row = row;
+                (rows, elements) = (0, 0);
+                continue;
+            }
             for ((b, &slot), map) in builders.iter_mut().zip(self.outputs).zip(self.maps) {
                 match (&values[slot], map) {
                     (Some(v), None) => {
-                        elements += push_value(b, v, 0, false)
+                        elements += push_value(b, v, 0, self.rewritten)
                             .map_err(|m| stop(self, ReadError::new(m).at(format!("annotations[{row}]"))))?;
                     }
-                    (Some(v), Some(m)) => match whole(v).and_then(|id| m.classes.get(&id)) {
+                    (Some(v), Some(m)) => match Key::of(v).and_then(|id| m.classes.get(&id)) {
                         Some(&class) => b.push_i64(class),
                         None => b.push_null(),
                     },
@@ -455,16 +829,18 @@ impl Source for CocoSource {
             .map(|n| self.mappings.iter().find(|(c, _)| c == n).map(|(_, m)| m))
             .collect();
         let bytes = whole_file(&self.path)?;
-        let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        let body = text_of(&bytes, self.python_literals);
         let mut pass = ReadPass {
             names: &names,
             slots: &slots,
             outputs: &outputs,
             maps: &maps,
+            orphans: &self.orphans,
+            rewritten: self.python_literals,
             sink,
             failed: None,
         };
-        let mut de = serde_json::Deserializer::from_slice(body);
+        let mut de = serde_json::Deserializer::from_slice(&body);
         let result = de::Deserializer::deserialize_map(&mut de, &mut pass);
         match (pass.failed.take(), result) {
             (Some(e), _) => Err(e),
@@ -483,20 +859,51 @@ mod tests {
     use super::*;
 
     fn cats(json: &str) -> Vec<Category> {
-        serde_json::from_str(json).unwrap()
+        ids_of(serde_json::from_str(json).unwrap(), "categories")
+            .unwrap()
+            .into_iter()
+            .map(|(id, name)| Category { id, name })
+            .collect()
     }
 
     #[test]
     fn mappings_are_detectron2s_and_mmdetections() {
         let c = cats(r#"[{"id": 3, "name": "car"}, {"id": 1, "name": "person"}, {"id": 90, "name": "toothbrush"}]"#);
-        let m = CategoryMap::new(&CocoMapping::Contiguous, &c);
-        assert_eq!(m.classes, HashMap::from([(1, 0), (3, 1), (90, 2)]));
-        let m = CategoryMap::new(&CocoMapping::ByName(vec!["person".into(), "car".into()]), &c);
+        let m = CategoryMap::new(&CocoMapping::Contiguous, &c).unwrap();
+        assert_eq!(
+            m.classes,
+            HashMap::from([(Key::Int(1), 0), (Key::Int(3), 1), (Key::Int(90), 2)])
+        );
+        let m = CategoryMap::new(&CocoMapping::ByName(vec!["person".into(), "car".into()]), &c).unwrap();
         // categories' order, not the class list's (pycocotools getCatIds)
-        assert_eq!(m.classes, HashMap::from([(3, 0), (1, 1)]));
+        assert_eq!(m.classes, HashMap::from([(Key::Int(3), 0), (Key::Int(1), 1)]));
         assert_eq!(whole(&serde_json::json!(3.0)), Some(3));
         assert_eq!(whole(&serde_json::json!(3.5)), None);
         assert_eq!(whole(&serde_json::json!("3")), None);
+        // Python's dict keys and sorted(): 1 == 1.0 == True, "10" < "9", 1.5 between 1 and 2.
+        assert_eq!(Key::of(&serde_json::json!(true)), Some(Key::Int(1)));
+        let m = CategoryMap::new(
+            &CocoMapping::Contiguous,
+            &cats(r#"[{"id": "9", "name": "a"}, {"id": "10", "name": "b"}]"#),
+        )
+        .unwrap();
+        assert_eq!(
+            m.classes,
+            HashMap::from([(Key::Str("10".into()), 0), (Key::Str("9".into()), 1)])
+        );
+        let m = CategoryMap::new(
+            &CocoMapping::Contiguous,
+            &cats(r#"[{"id": 2, "name": "a"}, {"id": 1.5, "name": "b"}, {"id": 1, "name": "c"}]"#),
+        )
+        .unwrap();
+        assert_eq!(m.classes[&Key::Int(2)], 2);
+        assert!(
+            CategoryMap::new(
+                &CocoMapping::Contiguous,
+                &cats(r#"[{"id": 2, "name": "a"}, {"id": "1", "name": "b"}]"#)
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -516,7 +923,18 @@ mod tests {
                 .contains("lacks categories")
         );
         assert!(open("[1]").is_err());
-        let keys = r#"{"categories": [], "annotations": [{"b": 1}, {"a": 2, "b": 3}], "images": {}}"#;
-        assert_eq!(open(keys).unwrap(), ["b", "a"]);
+        let keys = r#"{"categories": [], "annotations": [{"b": 1, "id": 1, "image_id": 1, "category_id": 1},
+            {"a": 2, "b": 3, "id": 2, "image_id": 1, "category_id": 1}], "images": {}}"#;
+        assert_eq!(open(keys).unwrap(), ["b", "id", "image_id", "category_id", "a"]);
+        // pycocotools' index needs these keys in every annotation, so an empty list has them.
+        let empty = r#"{"categories": [], "annotations": [], "images": []}"#;
+        assert_eq!(open(empty).unwrap(), ["id", "image_id", "category_id"]);
+        let lacks = r#"{"categories": [], "annotations": [{"id": 1, "category_id": 1}], "images": []}"#;
+        assert!(
+            open(lacks)
+                .unwrap_err()
+                .message
+                .contains("annotations[0] lacks `image_id`")
+        );
     }
 }

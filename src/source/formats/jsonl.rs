@@ -109,15 +109,58 @@ fn parse_line<'de, S: DeserializeSeed<'de>>(text: &'de [u8], line: u64, seed: S)
 /// rewritten, so only there could a string of the data (one starting with
 /// the control character U+0001) be mistaken for the marker.
 const INFINITE: &str = "\u{1}preflight:inf";
+/// Stands in, as a string, for Python's `NaN` literal (see [`python_literals`]).
+const NAN: &str = "\u{1}preflight:nan";
 
 /// The line with every number literal whose value is beyond f64 replaced by
 /// an [`INFINITE`] marker string, or `None` when it has no such number.
 fn beyond_f64(text: &[u8]) -> Option<Vec<u8>> {
+    rewrite_numbers(text, false)
+}
+
+/// The text with what Python's `json` reads and serde_json refuses
+/// replaced: number literals beyond f64, and the literals `NaN`, `Infinity`
+/// and `-Infinity` (which `json.dump` writes for non-finite floats and
+/// `json.load` reads back) by marker strings; lone surrogate escapes in
+/// strings by U+FFFD. `None` when it has none of them.
+pub(crate) fn python_literals(text: &[u8]) -> Option<Vec<u8>> {
+    rewrite_numbers(text, true)
+}
+
+/// Whether a string of a rewritten text is one of its markers.
+pub(crate) fn is_marker(s: &str) -> bool {
+    s.starts_with("\u{1}preflight:")
+}
+
+fn rewrite_numbers(text: &[u8], names: bool) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() + 32);
     let (mut i, mut in_string, mut replaced) = (0, false, false);
     while i < text.len() {
         let c = text[i];
         if in_string {
+            // A `\uD800`-`\uDFFF` escape that is no pair's half: Python's
+            // json reads it (a lone surrogate, as `json.dump` writes names
+            // decoded with surrogateescape), serde_json refuses it.
+            if names && c == b'\\' && text.get(i + 1) == Some(&b'u') {
+                let unit = |at: usize| {
+                    let hex = text.get(at + 2..at + 6)?;
+                    (text[at] == b'\\' && text[at + 1] == b'u')
+                        .then(|| u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
+                        .flatten()
+                };
+                if let Some(u) = unit(i).filter(|u| (0xD800..0xE000).contains(u)) {
+                    let paired = u < 0xDC00 && unit(i + 6).is_some_and(|l| (0xDC00..0xE000).contains(&l));
+                    if paired {
+                        out.extend_from_slice(&text[i..i + 12]);
+                        i += 12;
+                    } else {
+                        out.extend_from_slice(b"\\ufffd");
+                        replaced = true;
+                        i += 6;
+                    }
+                    continue;
+                }
+            }
             out.push(c);
             if c == b'\\' {
                 if let Some(&next) = text.get(i + 1) {
@@ -132,6 +175,22 @@ fn beyond_f64(text: &[u8]) -> Option<Vec<u8>> {
             in_string = true;
             out.push(c);
             i += 1;
+        } else if let Some((len, marker)) = names
+            .then(|| {
+                [
+                    (&b"NaN"[..], NAN),
+                    (b"Infinity", "\u{1}preflight:inf+"),
+                    (b"-Infinity", "\u{1}preflight:inf-"),
+                ]
+                .into_iter()
+                .find(|(lit, _)| text[i..].starts_with(lit))
+            })
+            .flatten()
+            .map(|(lit, m)| (lit.len(), m))
+        {
+            out.extend_from_slice(format!("\"{}\"", marker.replace('\u{1}', "\\u0001")).as_bytes());
+            replaced = true;
+            i += len;
         } else if c == b'-' || c.is_ascii_digit() {
             let end = text[i..]
                 .iter()
@@ -294,7 +353,8 @@ impl<'de> Visitor<'de> for SlotOf<'_> {
 
 /// Appends one JSON value; returns how many list elements (all levels) it
 /// held, or an error when arrays nest deeper than [`MAX_DEPTH`]. In a line
-/// that [`beyond_f64`] rewrote, its marker strings are infinities.
+/// that [`beyond_f64`] or [`python_literals`] rewrote, its marker strings
+/// are infinities and NaN.
 pub(crate) fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize, rewritten: bool) -> Result<usize, String> {
     match v {
         Value::Null => b.push_null(),
@@ -310,6 +370,7 @@ pub(crate) fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize, rewritt
                 b.push_str(&n.to_string());
             }
         }
+        Value::String(s) if rewritten && s == NAN => b.push_f64(f64::NAN),
         Value::String(s) => match s.strip_prefix(INFINITE).filter(|_| rewritten) {
             Some("+") => b.push_f64(f64::INFINITY),
             Some("-") => b.push_f64(f64::NEG_INFINITY),

@@ -231,6 +231,9 @@ fn walk_class(dir: &Path, label: FolderLabel) -> (Vec<DataFile>, Vec<Error>) {
                 });
             }
             Ok(_) => {}
+            // A broken link is a file name to os.walk: only one named like
+            // an image is a sample (which torchvision then fails to open).
+            Err(e) if is_broken_link(&e) && !e.path().and_then(Path::file_name).is_some_and(is_image_name) => {}
             Err(e) => {
                 let path = e.path().unwrap_or(dir).to_string_lossy().into_owned();
                 let message = if e.loop_ancestor().is_some() {
@@ -243,6 +246,15 @@ fn walk_class(dir: &Path, label: FolderLabel) -> (Vec<DataFile>, Vec<Error>) {
         }
     }
     (files, errors)
+}
+
+/// Whether a walk error is a symbolic link whose target does not exist.
+fn is_broken_link(e: &walkdir::Error) -> bool {
+    e.loop_ancestor().is_none()
+        && e.io_error().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+        && e.path()
+            .and_then(|p| p.symlink_metadata().ok())
+            .is_some_and(|m| m.file_type().is_symlink())
 }
 
 /// Whether a class folder is one that other loaders skip or a tool left.

@@ -575,6 +575,10 @@ impl Source for TfRecordSource {
         &self.columns
     }
 
+    fn empty(&self) -> bool {
+        self.units.iter().all(|u| u.rows == 0)
+    }
+
     fn units(&self) -> usize {
         self.units.len()
     }
