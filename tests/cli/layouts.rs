@@ -1234,42 +1234,22 @@ fn yolo_searches_read_the_labels_of_images_only() {
     assert_eq!(report["files"], 1, "{report:#}");
 }
 
-/// pycocotools' `COCO(annotation_file)` (coco.py 2.0: `json.load` of the
-/// file opened as text, then `createIndex`), copied: the frameworks all
-/// load through it, and train on the annotations `imgToAnns` holds.
+/// pycocotools' own `COCO(annotation_file)`: the frameworks all load
+/// through it, and train on the annotations `imgToAnns` holds.
 /// `reachable(path)` is an error, or [(annotation index, category_id)] in
 /// file order of the annotations some image reaches.
 const PYCOCOTOOLS_PY: &str = r#"
-from collections import defaultdict
-
-def coco(path):
-    with open(path, "r", encoding="utf-8") as f:
-        dataset = json.load(f)
-    assert type(dataset) == dict, "annotation file format {} not supported".format(type(dataset))
-    anns, cats, imgs = {}, {}, {}
-    imgToAnns, catToImgs = defaultdict(list), defaultdict(list)
-    if "annotations" in dataset:
-        for ann in dataset["annotations"]:
-            imgToAnns[ann["image_id"]].append(ann)
-            anns[ann["id"]] = ann
-    if "images" in dataset:
-        for img in dataset["images"]:
-            imgs[img["id"]] = img
-    if "categories" in dataset:
-        for cat in dataset["categories"]:
-            cats[cat["id"]] = cat
-    if "annotations" in dataset and "categories" in dataset:
-        for ann in dataset["annotations"]:
-            catToImgs[ann["category_id"]].append(ann["image_id"])
-    return dataset, imgs, imgToAnns
+import contextlib, io
+from pycocotools.coco import COCO
 
 def reachable(path):
     try:
-        dataset, imgs, imgToAnns = coco(path)
+        with contextlib.redirect_stdout(io.StringIO()):
+            c = COCO(path)
     except Exception as e:
         return "%s: %s" % (type(e).__name__, e)
-    seen = {id(a) for i in imgs for a in imgToAnns[i]}
-    return [(k, a["category_id"]) for k, a in enumerate(dataset["annotations"]) if id(a) in seen]
+    seen = {id(a) for i in c.imgs for a in c.imgToAnns[i]}
+    return [(k, a["category_id"]) for k, a in enumerate(c.dataset["annotations"]) if id(a) in seen]
 "#;
 
 #[test]
