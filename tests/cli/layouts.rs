@@ -1,10 +1,11 @@
 //! Label layouts (#15 part A): image folders read as torchvision's
 //! `ImageFolder`, COCO annotation files, YOLO label files. Trees and files
-//! are made here by Python; the expected classes and samples come from a
-//! copy of torchvision's `find_classes` / `make_dataset` logic
-//! (torchvision/datasets/folder.py, v0.20–0.25: torchvision itself needs
-//! torch), the COCO mappings from detectron2's and mmdetection's code, the
-//! YOLO verdicts from ultralytics' `verify_image_label`.
+//! are made here by Python; the expected classes and samples come from
+//! torchvision's own `find_classes` / `make_dataset` (tests/oracles: the
+//! functions taken from the installed package, which needs torch to
+//! import), COCO loading from pycocotools, the mappings from detectron2's
+//! and mmdetection's code, the YOLO verdicts from ultralytics' own
+//! `verify_image_label`.
 
 use std::collections::BTreeMap;
 
@@ -12,48 +13,14 @@ use serde_json::Value;
 
 use crate::util::{Env, hits};
 
-/// torchvision's folder.py (v0.20–0.25), the two functions ImageFolder
-/// uses, verbatim in logic; `expected(root)` writes {path: class index}.
-const FOLDER_PY: &str = r#"
-IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-
-def find_classes(directory):
-    classes = sorted(entry.name for entry in os.scandir(directory) if entry.is_dir())
-    if not classes:
-        raise FileNotFoundError(f"Couldn't find any class folder in {directory}.")
-    class_to_idx = {cls_name: i for i, cls_name in enumerate(classes)}
-    return classes, class_to_idx
-
-def has_file_allowed_extension(filename, extensions):
-    return filename.lower().endswith(extensions if isinstance(extensions, str) else tuple(extensions))
-
-def make_dataset(directory, class_to_idx, extensions=IMG_EXTENSIONS, allow_empty=False):
-    directory = os.path.expanduser(directory)
-    def is_valid_file(x):
-        return has_file_allowed_extension(x, extensions)
-    instances = []
-    available_classes = set()
-    for target_class in sorted(class_to_idx.keys()):
-        class_index = class_to_idx[target_class]
-        target_dir = os.path.join(directory, target_class)
-        if not os.path.isdir(target_dir):
-            continue
-        for root, _, fnames in sorted(os.walk(target_dir, followlinks=True)):
-            for fname in sorted(fnames):
-                path = os.path.join(root, fname)
-                if is_valid_file(path):
-                    instances.append((path, class_index))
-                    if target_class not in available_classes:
-                        available_classes.add(target_class)
-    empty_classes = set(class_to_idx.keys()) - available_classes
-    if empty_classes and not allow_empty:
-        msg = f"Found no valid file for the classes {', '.join(sorted(empty_classes))}. "
-        raise FileNotFoundError(msg)
-    return instances
-
+/// torchvision's own `find_classes` and `make_dataset` (tests/oracles);
+/// `expected(root)` writes {path: class index} as `ImageFolder` lists them.
+const FOLDER_PY: &str = concat!(
+    include_str!("../oracles/torchvision_folder.py"),
+    r#"
 def expected(root, out):
     classes, class_to_idx = find_classes(root)
-    samples = make_dataset(root, class_to_idx)
+    samples = make_dataset(root, class_to_idx, IMG_EXTENSIONS)
     json.dump({"classes": classes, "samples": {p: i for p, i in samples}}, open(out, "w"))
 
 def touch(path, target=None):
@@ -62,7 +29,8 @@ def touch(path, target=None):
         open(path, "wb").write(b"not decoded")
     else:
         os.symlink(target, path)
-"#;
+"#
+);
 
 /// A schema that every image violates, so every image's label and class
 /// name come back as examples.
