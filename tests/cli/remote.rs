@@ -936,3 +936,50 @@ fn the_broken_corpus_from_s3_fails_as_it_does_locally() {
     );
     assert_eq!(remote["files"], local["files"]);
 }
+
+/// A Hub dataset at one of the Hub's special revisions
+/// (`refs/convert/parquet`, written with its slashes or encoded): listed
+/// and read with the revision as one encoded segment, as the Hub expects.
+#[test]
+fn hugging_face_parquet_conversion_revisions_are_read() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    env.python("import shutil\nshutil.copytree('d', 'hub/me/set@refs~convert~parquet/default/train')");
+    let servers = Servers::start(env.dir.path());
+    let local = servers.check(&env, &["-s", "s.yaml", "d"], 1);
+    for (url, code) in [
+        ("hf://datasets/me/set@refs/convert/parquet/default/train/", 1),
+        ("hf://datasets/me/set@refs%2Fconvert%2Fparquet/default/train", 1),
+        (
+            "hf://datasets/me/set@refs/convert/parquet/default/train/**/*.parquet",
+            1,
+        ),
+        (
+            "hf://datasets/me/set@refs/convert/parquet/default/train/stats.parquet",
+            0,
+        ),
+    ] {
+        servers.reset(servers.http);
+        let r = servers.run_with(
+            &env,
+            &["check", "--format", "json", "-s", "s.yaml", url],
+            &[("HF_ENDPOINT", &format!("http://127.0.0.1:{}", servers.http))],
+        );
+        assert_eq!(r.code, code, "{url}: {}{}", r.stdout, r.stderr);
+        let base = url.find("/train").map(|i| &url[..i + 6]).unwrap();
+        if code == 1 {
+            assert_eq!(renamed(&r.json(), base, "d"), renamed(&local, "", ""), "{url}");
+        } else {
+            assert_eq!(r.json()["files"], 1);
+        }
+        let log = servers.log(servers.http);
+        assert!(
+            log.iter().all(|q| q["path"]
+                .as_str()
+                .unwrap()
+                .contains("/refs%2Fconvert%2Fparquet/default/train")),
+            "{log:?}"
+        );
+    }
+}

@@ -77,19 +77,50 @@ struct Store {
 /// Splits a URL into the store's root (`s3://bucket`, `https://host:port`,
 /// `hf://datasets/OWNER/NAME[@REVISION]`) and the key inside it.
 fn split(url: &str) -> Option<(&str, &str)> {
-    if let Some(rest) = url.strip_prefix("hf://datasets/") {
-        // OWNER/NAME[@REVISION] is the root.
-        let mut at = url.len() - rest.len();
-        for _ in 0..2 {
-            at = url[at..].find('/').map_or(url.len(), |i| at + i + 1);
-        }
-        let root = url[..at].trim_end_matches('/');
-        return Some((root, url[at.min(url.len())..].trim_start_matches('/')));
+    if url.starts_with("hf://") {
+        let at = super::hub::root_len(url)?;
+        return Some((&url[..at], url[at..].trim_start_matches('/')));
     }
     let (scheme, rest) = url.split_once("://")?;
     let at = rest.find('/').map_or(url.len(), |i| scheme.len() + 3 + i);
     let (root, key) = url.split_at(at);
     Some((root, key.trim_start_matches('/')))
+}
+
+/// `%XX` escapes decoded (an invalid escape, or bytes that are not UTF-8,
+/// left as typed).
+pub(super) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+/// One URL path segment percent-encoded (all but RFC 3986's unreserved
+/// characters), as the Hub expects a revision (`refs%2Fconvert%2Fparquet`).
+pub(super) fn percent_encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Retries as `object_store` does by default (10, backoff from 100 ms to
