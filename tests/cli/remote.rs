@@ -983,3 +983,140 @@ fn hugging_face_parquet_conversion_revisions_are_read() {
         );
     }
 }
+
+/// Files named with characters URLs and globs give meaning to: each from S3
+/// (keys as typed), and over HTTP(S) (the URL percent-encoded, or typed as
+/// is, or with a query string), reports as its local copy; a key that
+/// holds glob characters and exists is itself, as a local path is; a
+/// pattern ending in `/` matches folders; an empty named object and a
+/// missing one fail as local ones do.
+#[test]
+fn odd_names_queries_and_empty_objects_report_as_local() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    env.python(
+        r#"
+n = 1000
+def t(bad):
+    l = (np.arange(n) % 10).astype(np.int64)
+    if bad: l[5] = 12
+    return pa.table({'label': l})
+for i, f in enumerate(['a b.parquet', 'a+b.parquet', '50%.parquet', 'héllo ünï.parquet', 'sub dir/x.parquet',
+                       'year=2024/month=01/part-0.parquet', 'br[1].parquet', 'br1.parquet']):
+    os.makedirs(os.path.dirname('n/' + f) or 'n', exist_ok=True)
+    pq.write_table(t(i % 2 == 1), 'n/' + f)
+open('n/zero.parquet', 'wb').close()
+"#,
+    );
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "n", "bkt", "n/");
+    let http = format!("http://127.0.0.1:{}", servers.http);
+    let same = |local: &[&str], remote: &[&str], code: i32, from: &str, to: &str| {
+        let l = servers.check(&env, &[&["-s", "s.yaml"], local].concat(), code);
+        let r = servers.check(&env, &[&["-s", "s.yaml"], remote].concat(), code);
+        assert_eq!(renamed(&r, from, to), renamed(&l, "", ""), "{remote:?}");
+        r
+    };
+    for (name, encoded, code) in [
+        ("a b.parquet", "a%20b.parquet", 0),
+        ("a+b.parquet", "a%2Bb.parquet", 1),
+        ("50%.parquet", "50%25.parquet", 0),
+        ("héllo ünï.parquet", "h%C3%A9llo%20%C3%BCn%C3%AF.parquet", 1),
+        ("sub dir/x.parquet", "sub%20dir/x.parquet", 0),
+        (
+            "year=2024/month=01/part-0.parquet",
+            "year%3D2024/month%3D01/part-0.parquet",
+            1,
+        ),
+        ("br[1].parquet", "br%5B1%5D.parquet", 0),
+    ] {
+        let local = format!("n/{name}");
+        let s3 = format!("s3://bkt/n/{name}");
+        same(&[&local], &[&s3], code, "s3://bkt/n/", "n/");
+        let typed = format!("{http}/n/{name}");
+        same(&[&local], &[&typed], code, &format!("{http}/n/"), "n/");
+        let url = format!("{http}/n/{encoded}");
+        same(&[&local], &[&url], code, &url, &local);
+        let url = format!("{http}/n/{encoded}?download=true&X-Sig=abc%2F");
+        same(&[&local], &[&url], code, &url, &local);
+    }
+    // Globs, a literal key with glob characters, folders only.
+    same(
+        &["n/br[1].parquet"],
+        &["s3://bkt/n/br[1].parquet"],
+        0,
+        "s3://bkt/n/",
+        "n/",
+    );
+    same(
+        &["n/br[0-9].parquet"],
+        &["s3://bkt/n/br[0-9].parquet"],
+        1,
+        "s3://bkt/n/",
+        "n/",
+    );
+    same(&["n/*/"], &["s3://bkt/n/*/"], 1, "s3://bkt/n/", "n/");
+    same(&["n/year=*"], &["s3://bkt/n/year=*"], 1, "s3://bkt/n/", "n/");
+    // An empty object, named and listed; a missing one, with and without
+    // a known extension; an empty prefix and a glob that matches nothing.
+    let r = same(
+        &["n/zero.parquet"],
+        &["s3://bkt/n/zero.parquet"],
+        2,
+        "s3://bkt/n/",
+        "n/",
+    );
+    assert_eq!(
+        r["errors"][0]["message"],
+        "EOF: Parquet file too small. Size is 0 but need 8"
+    );
+    let url = format!("{http}/n/zero.parquet");
+    same(&["n/zero.parquet"], &[&url], 2, &format!("{http}/n/"), "n/");
+    for url in ["s3://bkt/n/missing", "s3://bkt/n/missing.parquet"] {
+        let r = servers.check(&env, &["-s", "s.yaml", url], 2);
+        assert_eq!(r["errors"][0]["file"], url);
+        assert_eq!(r["errors"][0]["message"], "not found (HTTP 404)", "{r}");
+    }
+    servers.upload(&env, "n/sub dir", "bkt", "empty/");
+    std::fs::create_dir_all(env.path("empty")).unwrap();
+    let r = same(&["empty/*.csv"], &["s3://bkt/empty/*.csv"], 2, "s3://bkt/", "");
+    assert_eq!(r["errors"][0]["message"], "matched no data files");
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/nothing/"], 2);
+    assert_eq!(
+        r["errors"][0]["message"],
+        "no data files of a known format in this directory"
+    );
+    // Plain HTTP has no listing: a folder URL says so, and the other files
+    // are still checked.
+    let folder = format!("{http}/n/");
+    let r = servers.check(&env, &["-s", "s.yaml", &folder, "s3://bkt/n/a+b.parquet"], 2);
+    assert_eq!(r["files"], 1);
+    assert_eq!(r["errors"][0]["file"], folder.as_str());
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("plain HTTP has no listing"),
+        "{r}"
+    );
+    // A plan of named objects has their sizes, as a local plan has.
+    let url = format!("{http}/n/a%20b.parquet");
+    let plan = servers.run(&env, &["plan", "-s", "s.yaml", &url, "s3://bkt/n/a+b.parquet"]);
+    let local = servers.run(&env, &["plan", "-s", "s.yaml", "n/a b.parquet", "n/a+b.parquet"]);
+    assert_eq!((plan.code, local.code), (0, 0), "{}", plan.stderr);
+    assert_eq!(
+        plan.stdout.replace(&url, "n/a b.parquet").replace("s3://bkt/", ""),
+        local.stdout
+    );
+    // A server that refuses connections is not a timeout.
+    let r = servers.run_with(
+        &env,
+        &["check", "--format", "json", "-s", "s.yaml", "s3://bkt/n/a b.parquet"],
+        &[("AWS_ENDPOINT_URL", "http://127.0.0.1:1")],
+    );
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.json()["errors"][0]["message"],
+        "cannot connect to the server after 3 retries"
+    );
+}

@@ -302,9 +302,13 @@ impl Found<'_> {
     /// was settled here (a named object, or a listing error); else the
     /// message for a search that found nothing.
     fn remote(&mut self, url: &str) -> Option<&'static str> {
-        let named = !url.ends_with('/') && !url.contains(['*', '?', '[']);
+        // Plain HTTP has no listing and no globs (`?` starts a query): its
+        // URL names one file.
+        let http = crate::source::storage::remote::is_http(url);
+        let is_glob = !http && url.contains(['*', '?', '[']);
+        let named = !url.split('?').next().unwrap_or(url).ends_with('/') && !is_glob;
         // A URL naming a data file is that file: no listing request.
-        if named && Format::from_path(Path::new(url)).is_some() {
+        if named && (http || Format::from_path(Path::new(url)).is_some()) {
             self.files.push(DataFile::new(PathBuf::from(url)));
             return None;
         }
@@ -344,7 +348,11 @@ impl Found<'_> {
                         self.files.push(DataFile::new(PathBuf::from(u)));
                     }
                 }
-                Some("no data files of a known format here")
+                // As a local search says it.
+                Some(match is_glob {
+                    true => "matched no data files",
+                    false => "no data files of a known format in this directory",
+                })
             }
         }
     }

@@ -75,7 +75,9 @@ struct Store {
 }
 
 /// Splits a URL into the store's root (`s3://bucket`, `https://host:port`,
-/// `hf://datasets/OWNER/NAME[@REVISION]`) and the key inside it.
+/// `hf://datasets/OWNER/NAME[@REVISION]`) and the key inside it. An
+/// `http(s)://` URL's query string (`?X-Amz-Signature=...`) stays with its
+/// root, to be sent with every request (see [`http_key`]).
 fn split(url: &str) -> Option<(&str, &str)> {
     if url.starts_with("hf://") {
         let at = super::hub::root_len(url)?;
@@ -84,7 +86,47 @@ fn split(url: &str) -> Option<(&str, &str)> {
     let (scheme, rest) = url.split_once("://")?;
     let at = rest.find('/').map_or(url.len(), |i| scheme.len() + 3 + i);
     let (root, key) = url.split_at(at);
+    if is_http(url)
+        && let Some(q) = key.find('?')
+    {
+        return Some((root, key[..q].trim_start_matches('/')));
+    }
     Some((root, key.trim_start_matches('/')))
+}
+
+/// Whether a URL is read over plain HTTP(S) (no listing; a URL, so its
+/// path is percent-encoded and it may carry a query string).
+pub fn is_http(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("http://")
+}
+
+/// A path as its name tells its format: an `http(s)://` URL without its
+/// query string (`x.parquet?download=true` is a `.parquet`).
+pub fn without_query(path: &Path) -> std::borrow::Cow<'_, Path> {
+    match path.to_str() {
+        Some(s) if is_http(s) && s.contains('?') => {
+            std::borrow::Cow::Owned(std::path::PathBuf::from(s.split('?').next().unwrap_or(s)))
+        }
+        _ => std::borrow::Cow::Borrowed(path),
+    }
+}
+
+/// The store's root of an `http(s)://` URL with its query string
+/// (`https://host?sig=...`): the query is sent with each request.
+fn http_root(url: &str) -> Option<String> {
+    let (root, _) = split(url)?;
+    match url.find('?') {
+        Some(q) if is_http(url) => Some(format!("{root}/{}", &url[q..])),
+        _ => Some(root.to_string()),
+    }
+}
+
+/// The object key an `http(s)://` URL's path names: the path is
+/// percent-encoded as typed (`a%20b.parquet` is the file `a b.parquet`), and
+/// the client encodes the key again when it sends it. A character a URL
+/// cannot hold (a space typed as is) stays what it is.
+fn http_key(key: &str) -> String {
+    key.split('/').map(percent_decode).collect::<Vec<_>>().join("/")
 }
 
 /// `%XX` escapes decoded (an invalid escape, or bytes that are not UTF-8,
@@ -418,14 +460,23 @@ pub fn list_with_hidden(url: &str) -> Result<Vec<(String, u64)>, String> {
 
 fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
     let (root, key) = split(url).ok_or_else(|| format!("not a URL: {url}"))?;
+    if is_http(url) {
+        return Err(
+            "plain HTTP has no listing: an http(s):// URL names one file (name each file, \
+                    or read the folder through s3://, gs://, az:// or hf://)"
+                .into(),
+        );
+    }
     let store = store(root)?;
     let glob_at = key.find(['*', '?', '[']);
     let prefix = match glob_at {
         Some(i) => key[..i].rsplit_once('/').map_or("", |(p, _)| p),
         None => key.trim_end_matches('/'),
     };
+    // A pattern ending in `/` matches folders only (as a shell glob does).
+    let folders_only = key.ends_with('/');
     let pattern = match glob_at {
-        Some(_) => Some(glob::Pattern::new(key).map_err(|e| format!("invalid glob: {e}"))?),
+        Some(_) => Some(glob::Pattern::new(key.trim_end_matches('/')).map_err(|e| format!("invalid glob: {e}"))?),
         None => None,
     };
     let metas: Vec<(String, u64)> = if root.starts_with("hf://") {
@@ -439,6 +490,11 @@ fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
             .map(|m| (m.location.as_ref().to_string(), m.size))
             .collect()
     };
+    // A key with glob characters that is there (`br[1].parquet`, or a
+    // folder so named) is itself, as a local path that exists is.
+    let literal = key.trim_end_matches('/');
+    let is_literal = |k: &str| k == literal || k.strip_prefix(literal).is_some_and(|r| r.starts_with('/'));
+    let pattern = pattern.filter(|_| !metas.iter().any(|(k, _)| is_literal(k)));
     let options = glob::MatchOptions {
         require_literal_separator: true,
         ..Default::default()
@@ -447,8 +503,8 @@ fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
     for (k, size) in metas {
         let k = k.as_str();
         if let Some(p) = &pattern {
-            // The key, or a folder above it, matches.
-            let mut hit = p.matches_with(k, options);
+            // The key (a file), or a folder above it, matches.
+            let mut hit = !folders_only && p.matches_with(k, options);
             let mut at = 0;
             while !hit && let Some(i) = k[at..].find('/') {
                 at += i + 1;
@@ -457,9 +513,13 @@ fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
             if !hit {
                 continue;
             }
+        } else if glob_at.is_some() && !is_literal(k) {
+            continue;
         }
-        // Hidden entries are skipped, as a local search skips them.
-        if !hidden && k.split('/').any(|s| s.starts_with('.')) {
+        // Hidden entries below the prefix are skipped, as a local search
+        // skips them (a hidden folder named in the URL is searched).
+        let below = k.strip_prefix(prefix).unwrap_or(k);
+        if !hidden && below.split('/').any(|s| s.starts_with('.')) {
             continue;
         }
         found.push((format!("{root}/{k}"), size));
@@ -612,7 +672,11 @@ impl Object {
         if key.is_empty() || key.ends_with('/') {
             return Err(ReadError::new("names no object (a prefix with nothing below it)"));
         }
-        let store = store(root).map_err(ReadError::new)?;
+        let (root, key) = match is_http(text) {
+            true => (http_root(text).unwrap_or_default(), http_key(key)),
+            false => (root.to_string(), key.to_string()),
+        };
+        let store = store(&root).map_err(ReadError::new)?;
         let key = ObjPath::parse(key).map_err(|e| ReadError::new(format!("not an object key: {e}")))?;
         Ok(Object {
             store,
@@ -674,7 +738,15 @@ impl Object {
         match self.size {
             Some(0) => Ok((0, Bytes::new())),
             Some(size) => self.request(Some(GetRange::Bounded(size.saturating_sub(n)..size))),
-            None => self.request(Some(GetRange::Suffix(n))),
+            None => match self.request(Some(GetRange::Suffix(n))) {
+                // A range of an empty object: S3 answers 416 or the whole
+                // (empty) object, so its size says what happened.
+                Err(e) if e.message.contains("Range") || e.message.contains("HTTP 416") => match self.request(None) {
+                    Ok((0, _)) => Ok((0, Bytes::new())),
+                    _ => Err(e),
+                },
+                ok => ok,
+            },
         }
     }
 
@@ -850,7 +922,10 @@ fn describe(e: &object_store::Error, credentials: &str) -> String {
                     "no credentials found (looked in {credentials}); set them in the environment, \
                      or AWS_SKIP_SIGNATURE=true for a public bucket"
                 ),
-                None if text.contains("timed out") || text.contains("timeout") => {
+                // (The retry wrapper's own text names its `retry_timeout`.)
+                None if text.replace("retry_timeout", "").contains("timed out")
+                    || text.replace("retry_timeout", "").contains("timeout") =>
+                {
                     format!("the request timed out{retries}")
                 }
                 None if text.contains("onnect") => format!("cannot connect to the server{retries}"),
