@@ -344,7 +344,20 @@ impl Found<'_> {
                             ));
                     }
                     let in_saved = u.rsplit_once('/').is_some_and(|(dir, _)| saved.contains(dir));
-                    if self.remote_searched(Path::new(&u)) && !(in_saved && self.unlisted_arrow(Path::new(&u))) {
+                    // A `datasets` cache file elsewhere in a folder searched
+                    // (a glob's files are kept, as locally) may be an index
+                    // mapping (its schema read to know); its folder has no
+                    // state.json (the listing says so: no request for it).
+                    let cache = !is_glob
+                        && u.rsplit_once('/')
+                            .is_some_and(|(_, n)| n.starts_with("cache-") && n.ends_with(".arrow"));
+                    if cache && !in_saved {
+                        let dir = Path::new(&u).parent().map(Path::to_path_buf).unwrap_or_default();
+                        self.saved.entry(dir).or_insert(None);
+                    }
+                    if self.remote_searched(Path::new(&u))
+                        && !((in_saved || cache) && self.unlisted_arrow(Path::new(&u)))
+                    {
                         self.files.push(DataFile::new(PathBuf::from(u)));
                     }
                 }
