@@ -1120,3 +1120,52 @@ open('n/zero.parquet', 'wb').close()
         "cannot connect to the server after 3 retries"
     );
 }
+
+/// Azure takes no suffix ranges, so a named `az://` object is asked its
+/// size first (one HEAD) and its tail then by a bounded range; it reports
+/// as its local copy. The Range HTTP server stands in for the Blob service
+/// (object_store's emulator settings point it there: its paths are
+/// /ACCOUNT/CONTAINER/KEY). A host name that does not resolve says so.
+#[test]
+fn named_azure_objects_are_read_without_suffix_ranges() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    env.python(
+        "import shutil\nshutil.copytree('d', 'devstoreaccount1/ctr/d')\n\
+         pd.DataFrame({'label': [1, 2, 11]}).to_csv('d/t.csv', index=False)\n\
+         shutil.copy('d/t.csv', 'devstoreaccount1/ctr/d/t.csv')",
+    );
+    let servers = Servers::start(env.dir.path());
+    let names = ["d/stats.parquet", "d/sub/bad.parquet", "d/t.csv"];
+    let local = servers.check(&env, &[&["-s", "s.yaml"], &names[..]].concat(), 1);
+    let urls: Vec<String> = names.iter().map(|n| format!("az://ctr/{n}")).collect();
+    let mut args = vec!["check", "--format", "json", "-s", "s.yaml"];
+    args.extend(urls.iter().map(String::as_str));
+    let endpoint = format!("http://127.0.0.1:{}", servers.http);
+    let azure = [
+        ("AZURE_STORAGE_USE_EMULATOR", "true"),
+        ("AZURITE_BLOB_STORAGE_URL", endpoint.as_str()),
+    ];
+    servers.reset(servers.http);
+    let r = servers.run_with(&env, &args, &azure);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(renamed(&r.json(), "az://ctr/", ""), renamed(&local, "", ""));
+    let log = servers.log(servers.http);
+    assert!(
+        log.iter()
+            .all(|q| q["range"].as_str().is_none_or(|r| !r.starts_with("bytes=-"))),
+        "{log:?}"
+    );
+    // A host that does not resolve.
+    let r = servers.run_with(
+        &env,
+        &["check", "--format", "json", "-s", "s.yaml", "s3://bkt/x.parquet"],
+        &[("AWS_ENDPOINT_URL", "http://no-such-host.invalid:9000")],
+    );
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.json()["errors"][0]["message"],
+        "cannot resolve the server's host name after 3 retries"
+    );
+}

@@ -738,6 +738,11 @@ impl Object {
         match self.size {
             Some(0) => Ok((0, Bytes::new())),
             Some(size) => self.request(Some(GetRange::Bounded(size.saturating_sub(n)..size))),
+            // Azure takes no suffix range: the size first (one HEAD).
+            None if self.url.starts_with("az://") || self.url.starts_with("abfs://") => match self.request(None)? {
+                (0, _) => Ok((0, Bytes::new())),
+                (size, _) => self.request(Some(GetRange::Bounded(size.saturating_sub(n)..size))),
+            },
             None => match self.request(Some(GetRange::Suffix(n))) {
                 // A range of an empty object: S3 answers 416 or the whole
                 // (empty) object, so its size says what happened.
@@ -928,6 +933,7 @@ fn describe(e: &object_store::Error, credentials: &str) -> String {
                 {
                     format!("the request timed out{retries}")
                 }
+                None if text.contains("dns error") => format!("cannot resolve the server's host name{retries}"),
                 None if text.contains("onnect") => format!("cannot connect to the server{retries}"),
                 None => format!("the request failed{retries}"),
             }
