@@ -518,6 +518,13 @@ fn sort(files: &mut Vec<DataFile>) {
     files.dedup_by(|a, b| a.display == b.display && a.path == b.path);
 }
 
+/// Whether objects lie below the prefix `url` names literally (`d[1]/`).
+fn remote_prefix_exists(url: &str) -> bool {
+    let prefix = format!("{}/", url.trim_end_matches('/'));
+    crate::source::storage::remote::list_with_hidden(url)
+        .is_ok_and(|found| found.iter().any(|(u, _)| u.starts_with(&prefix)))
+}
+
 /// `layout: image_folder`: each directory PATH (or directory a glob
 /// matches) is a root; a file PATH is an error (a root is a directory).
 fn image_folders(args: &[PathBuf]) -> Discovered {
@@ -526,8 +533,11 @@ fn image_folders(args: &[PathBuf]) -> Discovered {
     for arg in args {
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        if crate::source::storage::remote::is_url(arg) && !is_glob {
-            // A prefix in storage, its listing read as a tree.
+        let remote = crate::source::storage::remote::is_url(arg);
+        if remote && (!is_glob || remote_prefix_exists(&shown)) {
+            // A prefix in storage, its listing read as a tree (a prefix
+            // whose name holds glob characters included, as a local
+            // directory so named is).
             roots.push((arg.clone(), shown));
         } else if arg.is_dir() {
             roots.push((arg.clone(), shown));
