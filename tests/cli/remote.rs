@@ -982,6 +982,13 @@ fn hugging_face_parquet_conversion_revisions_are_read() {
             "{log:?}"
         );
     }
+    // A URL of another kind of Hub repository says what is read.
+    let r = servers.check(&env, &["-s", "s.yaml", "hf://models/me/set/x.parquet"], 2);
+    assert_eq!(r["errors"][0]["file"], "hf://models/me/set/x.parquet");
+    assert_eq!(
+        r["errors"][0]["message"],
+        "an hf:// URL reads datasets: hf://datasets/OWNER/NAME[@REVISION]/PATH"
+    );
 }
 
 /// Files named with characters URLs and globs give meaning to: each from S3

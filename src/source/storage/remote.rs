@@ -94,6 +94,15 @@ fn split(url: &str) -> Option<(&str, &str)> {
     Some((root, key.trim_start_matches('/')))
 }
 
+/// Why [`split`] found no store in `url` (an `hf://` URL that is not a
+/// dataset's says what one is).
+fn not_a_url(url: &str) -> String {
+    match super::hub::parse(url) {
+        Err(e) if url.starts_with("hf://") => e,
+        _ => format!("not a URL: {url}"),
+    }
+}
+
 /// Whether a URL is read over plain HTTP(S) (no listing; a URL, so its
 /// path is percent-encoded and it may carry a query string).
 pub fn is_http(url: &str) -> bool {
@@ -459,7 +468,7 @@ pub fn list_with_hidden(url: &str) -> Result<Vec<(String, u64)>, String> {
 }
 
 fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
-    let (root, key) = split(url).ok_or_else(|| format!("not a URL: {url}"))?;
+    let (root, key) = split(url).ok_or_else(|| not_a_url(url))?;
     if is_http(url) {
         return Err(
             "plain HTTP has no listing: an http(s):// URL names one file (name each file, \
@@ -668,7 +677,7 @@ impl Object {
     /// The object at `url` (no request yet).
     pub fn open(url: &Path) -> Result<Object, ReadError> {
         let text = url.to_str().ok_or_else(|| ReadError::new("a URL must be UTF-8"))?;
-        let (root, key) = split(text).ok_or_else(|| ReadError::new("not a URL"))?;
+        let (root, key) = split(text).ok_or_else(|| ReadError::new(not_a_url(text)))?;
         if key.is_empty() || key.ends_with('/') {
             return Err(ReadError::new("names no object (a prefix with nothing below it)"));
         }
