@@ -1106,6 +1106,31 @@ open('n/zero.parquet', 'wb').close()
             .starts_with("plain HTTP has no listing"),
         "{r}"
     );
+    // A listing that holds a key the client cannot take (`a//b`) says so,
+    // and the other PATHs are still checked.
+    env.python(&format!(
+        r#"
+import boto3
+s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{}', aws_access_key_id='test',
+                  aws_secret_access_key='test', region_name='us-east-1')
+s3.put_object(Bucket='bkt', Key='dbl/a//b.parquet', Body=open('n/a b.parquet', 'rb').read())
+"#,
+        servers.moto
+    ));
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/dbl/", "s3://bkt/n/a+b.parquet"], 2);
+    assert_eq!(
+        (r["files"].as_u64(), r["violations"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/dbl/");
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("a key here cannot be read (the storage client takes no empty"),
+        "{r}"
+    );
     // A plan of named objects has their sizes, as a local plan has.
     let url = format!("{http}/n/a%20b.parquet");
     let plan = servers.run(&env, &["plan", "-s", "s.yaml", &url, "s3://bkt/n/a+b.parquet"]);

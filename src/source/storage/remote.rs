@@ -918,6 +918,11 @@ fn describe(e: &object_store::Error, credentials: &str) -> String {
         E::PermissionDenied { .. } => format!("access denied (HTTP 403); credentials from {credentials}"),
         E::Unauthenticated { .. } => format!("not authenticated (HTTP 401); credentials from {credentials}"),
         E::Precondition { .. } => changed().message,
+        // A listed key the client cannot take (`a//b`, `./`, `../`): the
+        // listing fails as a whole.
+        E::InvalidPath { source } => format!(
+            "a key here cannot be read (the storage client takes no empty, `.` or `..` path segments): {source}"
+        ),
         _ => {
             let status = text
                 .split_once("status code: ")
