@@ -985,6 +985,26 @@ mod tests {
     }
 
     #[test]
+    fn http_urls_are_decoded_and_keep_their_query() {
+        let url = "https://h:1/d/a%20b%2B.parquet?sig=x%2Fy&e=1";
+        assert_eq!(split(url), Some(("https://h:1", "d/a%20b%2B.parquet")));
+        assert_eq!(http_root(url).as_deref(), Some("https://h:1/?sig=x%2Fy&e=1"));
+        assert_eq!(http_key("d/a%20b%2B.parquet"), "d/a b+.parquet");
+        // Invalid escapes and a `%` typed as is stay what they are.
+        assert_eq!(percent_decode("50%.p%zz%4"), "50%.p%zz%4");
+        assert_eq!(percent_decode("h%C3%A9"), "hé");
+        assert_eq!(percent_encode("refs/convert/parquet"), "refs%2Fconvert%2Fparquet");
+        assert_eq!(
+            without_query(Path::new(url)),
+            Path::new("https://h:1/d/a%20b%2B.parquet")
+        );
+        assert_eq!(
+            split("hf://datasets/o/n@refs/pr/3/d/x"),
+            Some(("hf://datasets/o/n@refs/pr/3", "d/x"))
+        );
+    }
+
+    #[test]
     fn query_strings_are_redacted() {
         assert_eq!(redact("GET https://a/b?sig=XYZ failed"), "GET https://a/b failed");
     }
