@@ -1189,6 +1189,20 @@ fn named_azure_objects_are_read_without_suffix_ranges() {
             .all(|q| q["range"].as_str().is_none_or(|r| !r.starts_with("bytes=-"))),
         "{log:?}"
     );
+    // No account to read from.
+    let r = servers
+        .command(&env, &["check", "--format", "json", "-s", "s.yaml", "az://ctr/d/t.csv"])
+        .env("AZURE_STORAGE_ACCOUNT_KEY", "eA==")
+        .env_remove("AZURE_STORAGE_ACCOUNT_NAME")
+        .env_remove("AZURE_STORAGE_USE_EMULATOR")
+        .output()
+        .expect("run");
+    let doc: Value = serde_json::from_slice(&r.stdout).expect("json");
+    assert_eq!(
+        doc["errors"][0]["message"],
+        "no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME, or name it in the URL \
+         (abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH)"
+    );
     // A host that does not resolve.
     let r = servers.run_with(
         &env,

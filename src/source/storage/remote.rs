@@ -429,7 +429,12 @@ fn store(root: &str) -> Result<Store, String> {
             .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, "none (plain HTTP)".to_string())),
         _ => return Err(format!("unsupported URL scheme {scheme}://")),
     };
-    let (store, credentials) = built.map_err(|e| redact(&format!("cannot set up the client: {e}")))?;
+    let (store, credentials) = built.map_err(|e| match e.to_string() {
+        t if t.contains("Account must be specified") => "no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME, \
+                                                        or name it in the URL (abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH)"
+            .to_string(),
+        t => redact(&format!("cannot set up the client: {t}")),
+    })?;
     let s = Store { store, credentials };
     stores
         .lock()
