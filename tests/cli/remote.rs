@@ -1215,3 +1215,46 @@ fn named_azure_objects_are_read_without_suffix_ranges() {
         "cannot resolve the server's host name after 3 retries"
     );
 }
+
+/// A listed object (its size known, no HEAD) whose first request is a
+/// range of it (an Arrow stream's schema, a NumPy header, a token shard's
+/// units): that first response pins its version, so an object overwritten
+/// right after it is that file's error, never read as a mix of versions.
+#[test]
+fn a_listed_object_read_by_ranges_is_pinned_by_its_first_response() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 5, optional: true}\n  tokens: {kind: index, size: 1000, dtype: uint16, optional: true}\n",
+    );
+    env.python(
+        r#"
+os.makedirs('o', exist_ok=True)
+n = 1_500_000
+t = pa.table({'label': (np.arange(n) % 5).astype(np.int64)})
+with pa.OSFile('o/s.arrows', 'wb') as f:
+    with pa.ipc.new_stream(f, t.schema) as w: w.write_table(t, max_chunksize=100_000)
+np.save('o/label.npy', (np.arange(n) % 5).astype(np.int64))
+(np.arange(6_000_000) % 1000).astype(np.uint16).tofile('o/t.bin')
+"#,
+    );
+    let servers = Servers::start(env.dir.path());
+    for name in ["s.arrows", "label.npy", "t.bin"] {
+        servers.upload(&env, "o", "bkt", "o/");
+        servers.check(&env, &["-s", "s.yaml", "s3://bkt/o/"], 0);
+        servers.reset(servers.proxy);
+        servers.fault(&format!(r#"{{"overwrite": "/bkt/o/{name}"}}"#));
+        let r = servers.check(&env, &["-s", "s.yaml", "--jobs", "1", "s3://bkt/o/"], 2);
+        let url = format!("s3://bkt/o/{name}");
+        let errors = r["errors"].as_array().expect("errors");
+        assert!(
+            !errors.is_empty()
+                && errors.iter().all(|e| e["file"] == url.as_str()
+                    && e["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("the object changed while it was read")),
+            "{name}: {r:#}"
+        );
+    }
+}

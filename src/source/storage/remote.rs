@@ -789,7 +789,16 @@ impl Object {
             let store = store.store.clone();
             let key = self.key.clone();
             let etag = etag.clone();
-            async move { get(store, key, Some(GetRange::Bounded(r)), etag).await.map(|(_, b)| b) }
+            async move {
+                let (meta, bytes) = get(store, key.clone(), Some(GetRange::Bounded(r)), etag).await?;
+                // The first response pins the version (a listed object's
+                // first request may be this one), later ones must match it.
+                self.pin(&meta).map_err(|_| object_store::Error::Precondition {
+                    path: key.to_string(),
+                    source: "the object changed".into(),
+                })?;
+                Ok(bytes)
+            }
         };
         runtime()
             .block_on(object_store::coalesce_ranges(ranges, fetch, coalesce))
