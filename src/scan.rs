@@ -242,6 +242,10 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
         .flat_map_iter(|f| {
             let bytes = match source::storage::remote::listed_size(&f.path) {
                 Some(size) => size,
+                // A named object: one request for its size.
+                None if source::storage::remote::is_url(&f.path) => source::storage::remote::Object::open(&f.path)
+                    .and_then(|o| o.size())
+                    .unwrap_or(0),
                 None => std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0),
             };
             let units = if f.label.is_some() {

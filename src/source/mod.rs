@@ -278,6 +278,8 @@ impl Format {
     /// The format a path's name says it has, if any.
     pub fn from_path(path: &Path) -> Option<Format> {
         // Lossy: a name that is not UTF-8 still has its (ASCII) extension.
+        let path = storage::remote::without_query(path);
+        let path = path.as_ref();
         let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
         if formats::mds::is_shard_name(&name) {
             return Some(Format::Mds);
@@ -486,6 +488,12 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         None if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("idx")) => Err(ReadError::new(
             "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
         )),
+        // An object that is not there says so (as a missing local file
+        // does), whatever its name.
+        None if remote => match storage::remote::Object::open(path)?.size() {
+            Ok(_) => Err(ReadError::new("not a file of a known format")),
+            Err(e) => Err(e),
+        },
         None => Err(ReadError::new("not a file of a known format")),
     }
 }

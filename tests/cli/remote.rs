@@ -896,3 +896,365 @@ for i in range(100):
         assert!(twice <= 64, "{twice} of {} paid twice", names.len());
     }
 }
+
+/// Every entry of the broken corpus (files named, folders as prefixes),
+/// from S3: the same errors, in the same words, as from the disk (an IPC
+/// stream or a TFRecord file cut short included, which the remote readers
+/// meet as they stream). The one MDS folder without its `index.json` is
+/// left out: its error names the cause in the storage's words.
+#[test]
+fn the_broken_corpus_from_s3_fails_as_it_does_locally() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken");
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 10, optional: true}\n  \
+         tokens: {kind: index, size: 1000, dtype: uint16, optional: true}\n  \
+         pixels: {kind: class, num_classes: 10, optional: true}\n",
+    );
+    let servers = Servers::start(env.dir.path());
+    let shown = corpus.to_string_lossy().into_owned();
+    servers.upload(&env, &shown, "bkt", "broken/");
+    let mut names: Vec<String> = std::fs::read_dir(&corpus)
+        .expect("corpus")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !["make.py", "README.md", "expected.json", "mds_no_index"].contains(&n.as_str()))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 70, "{names:?}");
+    let locals: Vec<String> = names.iter().map(|n| format!("{shown}/{n}")).collect();
+    let urls: Vec<String> = names.iter().map(|n| format!("s3://bkt/broken/{n}")).collect();
+    let mut args = vec!["-s", "s.yaml", "--max-examples", "1000"];
+    args.extend(locals.iter().map(String::as_str));
+    let local = servers.check(&env, &args, 2);
+    let mut args = vec!["-s", "s.yaml", "--max-examples", "1000"];
+    args.extend(urls.iter().map(String::as_str));
+    let remote = servers.check(&env, &args, 2);
+    assert_eq!(
+        renamed(&remote, "s3://bkt/broken/", "/"),
+        renamed(&local, &format!("{shown}/"), "/")
+    );
+    assert_eq!(remote["files"], local["files"]);
+}
+
+/// A Hub dataset at one of the Hub's special revisions
+/// (`refs/convert/parquet`, written with its slashes or encoded): listed
+/// and read with the revision as one encoded segment, as the Hub expects.
+#[test]
+fn hugging_face_parquet_conversion_revisions_are_read() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    env.python("import shutil\nshutil.copytree('d', 'hub/me/set@refs~convert~parquet/default/train')");
+    let servers = Servers::start(env.dir.path());
+    let local = servers.check(&env, &["-s", "s.yaml", "d"], 1);
+    for (url, code) in [
+        ("hf://datasets/me/set@refs/convert/parquet/default/train/", 1),
+        ("hf://datasets/me/set@refs%2Fconvert%2Fparquet/default/train", 1),
+        (
+            "hf://datasets/me/set@refs/convert/parquet/default/train/**/*.parquet",
+            1,
+        ),
+        (
+            "hf://datasets/me/set@refs/convert/parquet/default/train/stats.parquet",
+            0,
+        ),
+    ] {
+        servers.reset(servers.http);
+        let r = servers.run_with(
+            &env,
+            &["check", "--format", "json", "-s", "s.yaml", url],
+            &[("HF_ENDPOINT", &format!("http://127.0.0.1:{}", servers.http))],
+        );
+        assert_eq!(r.code, code, "{url}: {}{}", r.stdout, r.stderr);
+        let base = url.find("/train").map(|i| &url[..i + 6]).unwrap();
+        if code == 1 {
+            assert_eq!(renamed(&r.json(), base, "d"), renamed(&local, "", ""), "{url}");
+        } else {
+            assert_eq!(r.json()["files"], 1);
+        }
+        let log = servers.log(servers.http);
+        assert!(
+            log.iter().all(|q| q["path"]
+                .as_str()
+                .unwrap()
+                .contains("/refs%2Fconvert%2Fparquet/default/train")),
+            "{log:?}"
+        );
+    }
+    // A URL of another kind of Hub repository says what is read.
+    let r = servers.check(&env, &["-s", "s.yaml", "hf://models/me/set/x.parquet"], 2);
+    assert_eq!(r["errors"][0]["file"], "hf://models/me/set/x.parquet");
+    assert_eq!(
+        r["errors"][0]["message"],
+        "an hf:// URL reads datasets: hf://datasets/OWNER/NAME[@REVISION]/PATH"
+    );
+}
+
+/// Files named with characters URLs and globs give meaning to: each from S3
+/// (keys as typed), and over HTTP(S) (the URL percent-encoded, or typed as
+/// is, or with a query string), reports as its local copy; a key that
+/// holds glob characters and exists is itself, as a local path is; a
+/// pattern ending in `/` matches folders; an empty named object and a
+/// missing one fail as local ones do.
+#[test]
+fn odd_names_queries_and_empty_objects_report_as_local() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    env.python(
+        r#"
+n = 1000
+def t(bad):
+    l = (np.arange(n) % 10).astype(np.int64)
+    if bad: l[5] = 12
+    return pa.table({'label': l})
+for i, f in enumerate(['a b.parquet', 'a+b.parquet', '50%.parquet', 'héllo ünï.parquet', 'sub dir/x.parquet',
+                       'year=2024/month=01/part-0.parquet', 'br[1].parquet', 'br1.parquet']):
+    os.makedirs(os.path.dirname('n/' + f) or 'n', exist_ok=True)
+    pq.write_table(t(i % 2 == 1), 'n/' + f)
+open('n/zero.parquet', 'wb').close()
+"#,
+    );
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "n", "bkt", "n/");
+    let http = format!("http://127.0.0.1:{}", servers.http);
+    let same = |local: &[&str], remote: &[&str], code: i32, from: &str, to: &str| {
+        let l = servers.check(&env, &[&["-s", "s.yaml"], local].concat(), code);
+        let r = servers.check(&env, &[&["-s", "s.yaml"], remote].concat(), code);
+        assert_eq!(renamed(&r, from, to), renamed(&l, "", ""), "{remote:?}");
+        r
+    };
+    for (name, encoded, code) in [
+        ("a b.parquet", "a%20b.parquet", 0),
+        ("a+b.parquet", "a%2Bb.parquet", 1),
+        ("50%.parquet", "50%25.parquet", 0),
+        ("héllo ünï.parquet", "h%C3%A9llo%20%C3%BCn%C3%AF.parquet", 1),
+        ("sub dir/x.parquet", "sub%20dir/x.parquet", 0),
+        (
+            "year=2024/month=01/part-0.parquet",
+            "year%3D2024/month%3D01/part-0.parquet",
+            1,
+        ),
+        ("br[1].parquet", "br%5B1%5D.parquet", 0),
+    ] {
+        let local = format!("n/{name}");
+        let s3 = format!("s3://bkt/n/{name}");
+        same(&[&local], &[&s3], code, "s3://bkt/n/", "n/");
+        let typed = format!("{http}/n/{name}");
+        same(&[&local], &[&typed], code, &format!("{http}/n/"), "n/");
+        let url = format!("{http}/n/{encoded}");
+        same(&[&local], &[&url], code, &url, &local);
+        let url = format!("{http}/n/{encoded}?download=true&X-Sig=abc%2F");
+        same(&[&local], &[&url], code, &url, &local);
+    }
+    // Globs, a literal key with glob characters, folders only.
+    same(
+        &["n/br[1].parquet"],
+        &["s3://bkt/n/br[1].parquet"],
+        0,
+        "s3://bkt/n/",
+        "n/",
+    );
+    same(
+        &["n/br[0-9].parquet"],
+        &["s3://bkt/n/br[0-9].parquet"],
+        1,
+        "s3://bkt/n/",
+        "n/",
+    );
+    same(&["n/*/"], &["s3://bkt/n/*/"], 1, "s3://bkt/n/", "n/");
+    same(&["n/year=*"], &["s3://bkt/n/year=*"], 1, "s3://bkt/n/", "n/");
+    // An empty object, named and listed; a missing one, with and without
+    // a known extension; an empty prefix and a glob that matches nothing.
+    let r = same(
+        &["n/zero.parquet"],
+        &["s3://bkt/n/zero.parquet"],
+        2,
+        "s3://bkt/n/",
+        "n/",
+    );
+    assert_eq!(
+        r["errors"][0]["message"],
+        "EOF: Parquet file too small. Size is 0 but need 8"
+    );
+    let url = format!("{http}/n/zero.parquet");
+    same(&["n/zero.parquet"], &[&url], 2, &format!("{http}/n/"), "n/");
+    for url in ["s3://bkt/n/missing", "s3://bkt/n/missing.parquet"] {
+        let r = servers.check(&env, &["-s", "s.yaml", url], 2);
+        assert_eq!(r["errors"][0]["file"], url);
+        assert_eq!(r["errors"][0]["message"], "not found (HTTP 404)", "{r}");
+    }
+    servers.upload(&env, "n/sub dir", "bkt", "empty/");
+    std::fs::create_dir_all(env.path("empty")).unwrap();
+    let r = same(&["empty/*.csv"], &["s3://bkt/empty/*.csv"], 2, "s3://bkt/", "");
+    assert_eq!(r["errors"][0]["message"], "matched no data files");
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/nothing/"], 2);
+    assert_eq!(
+        r["errors"][0]["message"],
+        "no data files of a known format in this directory"
+    );
+    // Plain HTTP has no listing: a folder URL says so, and the other files
+    // are still checked.
+    let folder = format!("{http}/n/");
+    let r = servers.check(&env, &["-s", "s.yaml", &folder, "s3://bkt/n/a+b.parquet"], 2);
+    assert_eq!(r["files"], 1);
+    assert_eq!(r["errors"][0]["file"], folder.as_str());
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("plain HTTP has no listing"),
+        "{r}"
+    );
+    // A listing that holds a key the client cannot take (`a//b`) says so,
+    // and the other PATHs are still checked.
+    env.python(&format!(
+        r#"
+import boto3
+s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{}', aws_access_key_id='test',
+                  aws_secret_access_key='test', region_name='us-east-1')
+s3.put_object(Bucket='bkt', Key='dbl/a//b.parquet', Body=open('n/a b.parquet', 'rb').read())
+"#,
+        servers.moto
+    ));
+    let r = servers.check(&env, &["-s", "s.yaml", "s3://bkt/dbl/", "s3://bkt/n/a+b.parquet"], 2);
+    assert_eq!(
+        (r["files"].as_u64(), r["violations"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+    assert_eq!(r["errors"][0]["file"], "s3://bkt/dbl/");
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("a key here cannot be read (the storage client takes no empty"),
+        "{r}"
+    );
+    // A plan of named objects has their sizes, as a local plan has.
+    let url = format!("{http}/n/a%20b.parquet");
+    let plan = servers.run(&env, &["plan", "-s", "s.yaml", &url, "s3://bkt/n/a+b.parquet"]);
+    let local = servers.run(&env, &["plan", "-s", "s.yaml", "n/a b.parquet", "n/a+b.parquet"]);
+    assert_eq!((plan.code, local.code), (0, 0), "{}", plan.stderr);
+    assert_eq!(
+        plan.stdout.replace(&url, "n/a b.parquet").replace("s3://bkt/", ""),
+        local.stdout
+    );
+    // A server that refuses connections is not a timeout.
+    let r = servers.run_with(
+        &env,
+        &["check", "--format", "json", "-s", "s.yaml", "s3://bkt/n/a b.parquet"],
+        &[("AWS_ENDPOINT_URL", "http://127.0.0.1:1")],
+    );
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.json()["errors"][0]["message"],
+        "cannot connect to the server after 3 retries"
+    );
+}
+
+/// Azure takes no suffix ranges, so a named `az://` object is asked its
+/// size first (one HEAD) and its tail then by a bounded range; it reports
+/// as its local copy. The Range HTTP server stands in for the Blob service
+/// (object_store's emulator settings point it there: its paths are
+/// /ACCOUNT/CONTAINER/KEY). A host name that does not resolve says so.
+#[test]
+fn named_azure_objects_are_read_without_suffix_ranges() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(WRITE);
+    env.python(
+        "import shutil\nshutil.copytree('d', 'devstoreaccount1/ctr/d')\n\
+         pd.DataFrame({'label': [1, 2, 11]}).to_csv('d/t.csv', index=False)\n\
+         shutil.copy('d/t.csv', 'devstoreaccount1/ctr/d/t.csv')",
+    );
+    let servers = Servers::start(env.dir.path());
+    let names = ["d/stats.parquet", "d/sub/bad.parquet", "d/t.csv"];
+    let local = servers.check(&env, &[&["-s", "s.yaml"], &names[..]].concat(), 1);
+    let urls: Vec<String> = names.iter().map(|n| format!("az://ctr/{n}")).collect();
+    let mut args = vec!["check", "--format", "json", "-s", "s.yaml"];
+    args.extend(urls.iter().map(String::as_str));
+    let endpoint = format!("http://127.0.0.1:{}", servers.http);
+    let azure = [
+        ("AZURE_STORAGE_USE_EMULATOR", "true"),
+        ("AZURITE_BLOB_STORAGE_URL", endpoint.as_str()),
+    ];
+    servers.reset(servers.http);
+    let r = servers.run_with(&env, &args, &azure);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(renamed(&r.json(), "az://ctr/", ""), renamed(&local, "", ""));
+    let log = servers.log(servers.http);
+    assert!(
+        log.iter()
+            .all(|q| q["range"].as_str().is_none_or(|r| !r.starts_with("bytes=-"))),
+        "{log:?}"
+    );
+    // No account to read from.
+    let r = servers
+        .command(&env, &["check", "--format", "json", "-s", "s.yaml", "az://ctr/d/t.csv"])
+        .env("AZURE_STORAGE_ACCOUNT_KEY", "eA==")
+        .env_remove("AZURE_STORAGE_ACCOUNT_NAME")
+        .env_remove("AZURE_STORAGE_USE_EMULATOR")
+        .output()
+        .expect("run");
+    let doc: Value = serde_json::from_slice(&r.stdout).expect("json");
+    assert_eq!(
+        doc["errors"][0]["message"],
+        "no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME, or name it in the URL \
+         (abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH)"
+    );
+    // A host that does not resolve.
+    let r = servers.run_with(
+        &env,
+        &["check", "--format", "json", "-s", "s.yaml", "s3://bkt/x.parquet"],
+        &[("AWS_ENDPOINT_URL", "http://no-such-host.invalid:9000")],
+    );
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.json()["errors"][0]["message"],
+        "cannot resolve the server's host name after 3 retries"
+    );
+}
+
+/// A listed object (its size known, no HEAD) whose first request is a
+/// range of it (an Arrow stream's schema, a NumPy header, a token shard's
+/// units): that first response pins its version, so an object overwritten
+/// right after it is that file's error, never read as a mix of versions.
+#[test]
+fn a_listed_object_read_by_ranges_is_pinned_by_its_first_response() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 5, optional: true}\n  tokens: {kind: index, size: 1000, dtype: uint16, optional: true}\n",
+    );
+    env.python(
+        r#"
+os.makedirs('o', exist_ok=True)
+n = 1_500_000
+t = pa.table({'label': (np.arange(n) % 5).astype(np.int64)})
+with pa.OSFile('o/s.arrows', 'wb') as f:
+    with pa.ipc.new_stream(f, t.schema) as w: w.write_table(t, max_chunksize=100_000)
+np.save('o/label.npy', (np.arange(n) % 5).astype(np.int64))
+(np.arange(6_000_000) % 1000).astype(np.uint16).tofile('o/t.bin')
+"#,
+    );
+    let servers = Servers::start(env.dir.path());
+    for name in ["s.arrows", "label.npy", "t.bin"] {
+        servers.upload(&env, "o", "bkt", "o/");
+        servers.check(&env, &["-s", "s.yaml", "s3://bkt/o/"], 0);
+        servers.reset(servers.proxy);
+        servers.fault(&format!(r#"{{"overwrite": "/bkt/o/{name}"}}"#));
+        let r = servers.check(&env, &["-s", "s.yaml", "--jobs", "1", "s3://bkt/o/"], 2);
+        let url = format!("s3://bkt/o/{name}");
+        let errors = r["errors"].as_array().expect("errors");
+        assert!(
+            !errors.is_empty()
+                && errors.iter().all(|e| e["file"] == url.as_str()
+                    && e["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("the object changed while it was read")),
+            "{name}: {r:#}"
+        );
+    }
+}

@@ -288,3 +288,35 @@ json.dump(sum(v >= 100 for r in loaded['input_ids'] for v in r), open('want.json
         "{r}"
     );
 }
+
+/// A `load_dataset` cache folder in storage (no `state.json`): the index
+/// mapping a `shuffle` wrote there (`cache-*.arrow`, one `indices` column)
+/// is skipped with the local search's warning; a `map`'s cache file, which
+/// holds data, is checked, as locally.
+#[test]
+fn load_dataset_cache_folders_from_s3_report_as_local() {
+    let env = Env::new();
+    env.python(
+        r#"
+os.environ['HF_DATASETS_OFFLINE'] = '1'
+import datasets
+pq.write_table(pa.table({'label': [0, 1, 2, 7] * 50}), 'train.parquet')
+ds = datasets.load_dataset('parquet', data_files={'train': 'train.parquet'}, cache_dir='c')['train']
+ds.map(lambda e: {'label': e['label'] + 1})
+ds.shuffle(seed=1)
+names = [f for _, _, fs in os.walk('c') for f in fs if f.startswith('cache-')]
+assert len(names) == 2, names
+"#,
+    );
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "c", "bkt", "c/");
+    let r = same_as_local(
+        &servers,
+        &env,
+        "columns:\n  label: {kind: class, num_classes: 5}\n",
+        "c",
+        1,
+    );
+    assert_eq!(r["files"], 2, "{r}");
+    assert!(r["warnings"].to_string().contains("index mapping(s) skipped"), "{r}");
+}

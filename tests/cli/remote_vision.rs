@@ -163,6 +163,22 @@ for c in ["a", "b"]: touch(f"val/{c}/1.png")
             && !r["path"].as_str().unwrap_or("").to_ascii_lowercase().ends_with(".jpg")),
         "{log:?}"
     );
+    // A root whose name holds glob characters is that prefix, as a local
+    // directory so named is; class names as they are.
+    env.python(
+        r#"
+for c in ["a cat", "b+dog", "c=ünï"]:
+    for f in ["1 x.jpg", "2%.png"]:
+        p = f"odd/r[1]/{c}/{f}"; os.makedirs(os.path.dirname(p), exist_ok=True); open(p, "wb").write(b"x")
+"#,
+    );
+    servers.upload(&env, "odd", "bkt", "odd/");
+    let local = servers.check(&env, &["-s", "s.yaml", "odd/r[1]"], 1);
+    assert_eq!(local["files"], 6, "{local:#}");
+    for url in ["s3://bkt/odd/r[1]", "s3://bkt/odd/r[1]/"] {
+        let remote = servers.check(&env, &["-s", "s.yaml", url], 1);
+        assert_eq!(renamed(&remote, "s3://bkt/", ""), renamed(&local, "", ""), "{url}");
+    }
 }
 
 /// WebDataset (plain, gzip, one shard larger than a read block) and

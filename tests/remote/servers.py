@@ -9,9 +9,10 @@ Starts, on free ports:
   - a plain HTTP file server with single-range support over a directory
     (standing in for https:// URLs), logging its requests too; it also
     answers as the Hugging Face Hub does for the datasets under hub/OWNER/NAME
-    of that directory: the tree API (/api/datasets/O/N/tree/REV/PREFIX,
-    two files a page, `Link: rel="next"`) and resolve URLs
-    (/datasets/O/N/resolve/REV/PATH).
+    of that directory (another revision than main: hub/OWNER/NAME@REV, `/`
+    in REV as `~`): the tree API (/api/datasets/O/N/tree/REV/PREFIX, REV
+    one percent-encoded segment, two files a page, `Link: rel="next"`) and
+    resolve URLs (/datasets/O/N/resolve/REV/PATH). Paths are percent-decoded.
 
 Prints one JSON line {"moto": PORT, "proxy": PORT, "http": PORT} and runs
 until stdin closes (the test holding the pipe ends or drops it).
@@ -36,6 +37,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote, unquote
 
 import boto3
 from moto.server import ThreadedMotoServer
@@ -188,6 +190,14 @@ def proxy_handler(state, upstream_port):
     return Proxy
 
 
+def hub_repo(owner, name, rev):
+    """The folder (under the served root) of a Hub dataset at a revision:
+    hub/OWNER/NAME for main, hub/OWNER/NAME@REV with `/` as `~` for others
+    (refs/convert/parquet: hub/OWNER/NAME@refs~convert~parquet)."""
+    base = f"hub/{owner}/{name}"
+    return base if rev == "main" else base + "@" + rev.replace("/", "~")
+
+
 def file_handler(state, root):
     class Files(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -210,14 +220,18 @@ def file_handler(state, root):
             fail = state.record(self)
             if fail is not None:
                 return self.send_bytes(fail, b"injected")
+            # Matched while percent-encoded (a revision is one segment:
+            # refs%2Fconvert%2Fparquet), then decoded, as a web server does.
             rel = self.path.partition("?")[0].lstrip("/")
             tree = re.fullmatch(r"api/datasets/([^/]+)/([^/]+)/tree/([^/]+)/?(.*)", rel)
             if tree:
-                return self.tree(*tree.groups())
+                return self.tree(*map(unquote, tree.groups()))
             resolve = re.fullmatch(r"datasets/([^/]+)/([^/]+)/resolve/([^/]+)/(.*)", rel)
             if resolve:
-                o, n, _, path = resolve.groups()
-                rel = f"hub/{o}/{n}/{path}"
+                o, n, rev, path = map(unquote, resolve.groups())
+                rel = f"{hub_repo(o, n, rev)}/{path}"
+            else:
+                rel = unquote(rel)
             full = os.path.realpath(os.path.join(root, rel))
             if not full.startswith(os.path.realpath(root) + os.sep) or not os.path.isfile(full):
                 return self.send_bytes(404, b"not found")
@@ -248,8 +262,8 @@ def file_handler(state, root):
         do_HEAD = do_GET
 
         def tree(self, owner, name, rev, prefix):
-            repo = os.path.join(root, "hub", owner, name)
-            if not os.path.isdir(repo) or rev != "main":
+            repo = os.path.join(root, hub_repo(owner, name, rev))
+            if not os.path.isdir(repo):
                 return self.send_bytes(404, b'{"error": "not found"}')
             base = os.path.join(repo, prefix)
             if not os.path.isdir(base):
@@ -269,8 +283,8 @@ def file_handler(state, root):
             page = entries[cursor : cursor + 2]
             headers = [("Content-Type", "application/json")]
             if cursor + 2 < len(entries):
-                nxt = f"http://127.0.0.1:{self.server.server_port}/api/datasets/{owner}/{name}/tree/{rev}"
-                nxt += (f"/{prefix}" if prefix else "") + f"?recursive=true&cursor={cursor + 2}"
+                nxt = f"http://127.0.0.1:{self.server.server_port}/api/datasets/{owner}/{name}/tree/{quote(rev, safe='')}"
+                nxt += (f"/{quote(prefix)}" if prefix else "") + f"?recursive=true&cursor={cursor + 2}"
                 headers.append(("Link", f'<{nxt}>; rel="next"'))
             self.send_bytes(200, json.dumps(page).encode(), headers)
 

@@ -86,6 +86,7 @@ pub enum Compression {
 impl Compression {
     /// The compression a path's final extension names.
     pub fn of(path: &Path) -> Compression {
+        let path = crate::source::storage::remote::without_query(path);
         let ext = path
             .extension()
             .and_then(|e| e.to_str())
@@ -100,6 +101,8 @@ impl Compression {
 
 /// The lower-cased extension of the data inside: `x.tsv.gz` -> `tsv`.
 pub fn inner_extension(path: &Path) -> Option<String> {
+    let path = crate::source::storage::remote::without_query(path);
+    let path = path.as_ref();
     let inner = match Compression::of(path) {
         Compression::None => path.to_path_buf(),
         _ => path.with_extension(""),

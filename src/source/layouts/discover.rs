@@ -334,9 +334,13 @@ impl Found<'_> {
     /// was settled here (a named object, or a listing error); else the
     /// message for a search that found nothing.
     fn remote(&mut self, url: &str) -> Option<&'static str> {
-        let named = !url.ends_with('/') && !url.contains(['*', '?', '[']);
+        // Plain HTTP has no listing and no globs (`?` starts a query): its
+        // URL names one file.
+        let http = crate::source::storage::remote::is_http(url);
+        let is_glob = !http && url.contains(['*', '?', '[']);
+        let named = !url.split('?').next().unwrap_or(url).ends_with('/') && !is_glob;
         // A URL naming a data file is that file: no listing request.
-        if named && Format::from_path(Path::new(url)).is_some() {
+        if named && (http || Format::from_path(Path::new(url)).is_some()) {
             self.files.push(DataFile::new(PathBuf::from(url)));
             return None;
         }
@@ -376,11 +380,28 @@ impl Found<'_> {
                         continue;
                     }
                     let in_saved = u.rsplit_once('/').is_some_and(|(dir, _)| saved.contains(dir));
-                    if self.remote_searched(Path::new(&u)) && !(in_saved && self.unlisted_arrow(Path::new(&u))) {
+                    // A `datasets` cache file elsewhere in a folder searched
+                    // (a glob's files are kept, as locally) may be an index
+                    // mapping (its schema read to know); its folder has no
+                    // state.json (the listing says so: no request for it).
+                    let cache = !is_glob
+                        && u.rsplit_once('/')
+                            .is_some_and(|(_, n)| n.starts_with("cache-") && n.ends_with(".arrow"));
+                    if cache && !in_saved {
+                        let dir = Path::new(&u).parent().map(Path::to_path_buf).unwrap_or_default();
+                        self.saved.entry(dir).or_insert(None);
+                    }
+                    if self.remote_searched(Path::new(&u))
+                        && !((in_saved || cache) && self.unlisted_arrow(Path::new(&u)))
+                    {
                         self.files.push(DataFile::new(PathBuf::from(u)));
                     }
                 }
-                Some("no data files of a known format here")
+                // As a local search says it.
+                Some(match is_glob {
+                    true => "matched no data files",
+                    false => "no data files of a known format in this directory",
+                })
             }
         }
     }
@@ -557,6 +578,13 @@ fn sort(files: &mut Vec<DataFile>) {
     files.dedup_by(|a, b| a.display == b.display && a.path == b.path);
 }
 
+/// Whether objects lie below the prefix `url` names literally (`d[1]/`).
+fn remote_prefix_exists(url: &str) -> bool {
+    let prefix = format!("{}/", url.trim_end_matches('/'));
+    crate::source::storage::remote::list_with_hidden(url)
+        .is_ok_and(|found| found.iter().any(|(u, _)| u.starts_with(&prefix)))
+}
+
 /// `layout: image_folder`: each directory PATH (or directory a glob
 /// matches) is a root; a file PATH is an error (a root is a directory).
 fn image_folders(args: &[PathBuf]) -> Discovered {
@@ -565,8 +593,11 @@ fn image_folders(args: &[PathBuf]) -> Discovered {
     for arg in args {
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        if crate::source::storage::remote::is_url(arg) && !is_glob {
-            // A prefix in storage, its listing read as a tree.
+        let remote = crate::source::storage::remote::is_url(arg);
+        if remote && (!is_glob || remote_prefix_exists(&shown)) {
+            // A prefix in storage, its listing read as a tree (a prefix
+            // whose name holds glob characters included, as a local
+            // directory so named is).
             roots.push((arg.clone(), shown));
         } else if arg.is_dir() {
             roots.push((arg.clone(), shown));

@@ -25,22 +25,46 @@ pub(super) struct HubUrl {
     pub path: String,
 }
 
-/// Parses `hf://datasets/OWNER/NAME[@REVISION][/PATH]`.
+/// Where the repository part of an `hf://` URL ends:
+/// `hf://datasets/OWNER/NAME[@REVISION]`, where a revision is one path
+/// segment (`main`, `v1.0`, a commit, `refs%2Fconvert%2Fparquet`) or one of
+/// the Hub's special refs written with its slashes, `refs/convert/NAME` or
+/// `refs/pr/N` (as `huggingface_hub`'s file system reads them).
+pub(super) fn root_len(url: &str) -> Option<usize> {
+    let rest = url.strip_prefix("hf://datasets/")?;
+    let segments: Vec<&str> = rest.split('/').collect();
+    let mut n = 2.min(segments.len());
+    if n == 2 && segments[1].ends_with("@refs") && segments.len() >= 4 {
+        let special = match segments[2] {
+            "convert" => segments[3].chars().all(|c| c.is_alphanumeric() || c == '_'),
+            "pr" => segments[3].chars().all(|c| c.is_ascii_digit()),
+            _ => false,
+        };
+        if special && !segments[3].is_empty() {
+            n = 4;
+        }
+    }
+    let len: usize = segments[..n].iter().map(|s| s.len()).sum::<usize>() + n.saturating_sub(1);
+    Some(url.len() - rest.len() + len)
+}
+
+/// Parses `hf://datasets/OWNER/NAME[@REVISION][/PATH]` (see [`root_len`]
+/// for the revision; a percent-encoded one is decoded).
 pub(super) fn parse(url: &str) -> Result<HubUrl, String> {
-    let rest = url
-        .strip_prefix("hf://datasets/")
-        .ok_or("an hf:// URL reads datasets: hf://datasets/OWNER/NAME[@REVISION]/PATH")?;
-    let mut parts = rest.splitn(3, '/');
-    let (Some(owner), Some(name)) = (parts.next(), parts.next()) else {
-        return Err("an hf:// URL names OWNER/NAME: hf://datasets/OWNER/NAME[@REVISION]/PATH".into());
-    };
-    let path = parts.next().unwrap_or("").to_string();
+    let usage = "an hf:// URL names OWNER/NAME: hf://datasets/OWNER/NAME[@REVISION]/PATH";
+    if !url.starts_with("hf://datasets/") {
+        return Err("an hf:// URL reads datasets: hf://datasets/OWNER/NAME[@REVISION]/PATH".into());
+    }
+    let end = root_len(url).ok_or(usage)?;
+    let root = &url["hf://datasets/".len()..end];
+    let path = url[end..].trim_start_matches('/').to_string();
+    let (owner, name) = root.split_once('/').ok_or(usage)?;
     let (name, revision) = match name.split_once('@') {
-        Some((n, r)) if !r.is_empty() => (n, r.to_string()),
+        Some((n, r)) if !r.is_empty() => (n, super::remote::percent_decode(r)),
         _ => (name, "main".to_string()),
     };
     if owner.is_empty() || name.is_empty() {
-        return Err("an hf:// URL names OWNER/NAME: hf://datasets/OWNER/NAME[@REVISION]/PATH".into());
+        return Err(usage.into());
     }
     Ok(HubUrl {
         repo: format!("datasets/{owner}/{name}"),
@@ -79,15 +103,27 @@ pub(super) fn token() -> (Option<String>, &'static str) {
 /// The resolve URL of the repository at its revision, under which its
 /// files lie.
 pub(super) fn resolve_root(url: &HubUrl) -> String {
-    format!("{}/{}/resolve/{}", endpoint(), url.repo, url.revision)
+    format!(
+        "{}/{}/resolve/{}",
+        endpoint(),
+        url.repo,
+        super::remote::percent_encode(&url.revision)
+    )
 }
 
 /// The tree-listing URL of `url`'s path.
 pub(super) fn tree_url(url: &HubUrl, prefix: &str) -> String {
-    let mut u = format!("{}/api/{}/tree/{}", endpoint(), url.repo, url.revision);
-    if !prefix.is_empty() {
+    // The revision is one segment (`refs%2Fconvert%2Fparquet`), as the
+    // Hub expects it; the path's segments are encoded each.
+    let mut u = format!(
+        "{}/api/{}/tree/{}",
+        endpoint(),
+        url.repo,
+        super::remote::percent_encode(&url.revision)
+    );
+    for segment in prefix.split('/').filter(|s| !s.is_empty()) {
         u.push('/');
-        u.push_str(prefix);
+        u.push_str(&super::remote::percent_encode(segment));
     }
     u.push_str("?recursive=true");
     u
@@ -137,6 +173,24 @@ mod tests {
         let u = parse("hf://datasets/o/n").unwrap();
         assert_eq!((u.revision.as_str(), u.path.as_str()), ("main", ""));
         assert!(parse("hf://models/o/n/x").is_err());
+        // The Hub's special refs, with their slashes or encoded.
+        for url in [
+            "hf://datasets/o/n@refs/convert/parquet/default/train/0000.parquet",
+            "hf://datasets/o/n@refs%2Fconvert%2Fparquet/default/train/0000.parquet",
+        ] {
+            let u = parse(url).unwrap();
+            assert_eq!(
+                (u.revision.as_str(), u.path.as_str()),
+                ("refs/convert/parquet", "default/train/0000.parquet")
+            );
+            assert!(resolve_root(&u).ends_with("/datasets/o/n/resolve/refs%2Fconvert%2Fparquet"));
+            assert!(tree_url(&u, "default/a b").contains("/tree/refs%2Fconvert%2Fparquet/default/a%20b?"));
+        }
+        let u = parse("hf://datasets/o/n@refs/pr/7/data").unwrap();
+        assert_eq!((u.revision.as_str(), u.path.as_str()), ("refs/pr/7", "data"));
+        // `refs` followed by something else is a revision named `refs`.
+        let u = parse("hf://datasets/o/n@refs/data/x.parquet").unwrap();
+        assert_eq!((u.revision.as_str(), u.path.as_str()), ("refs", "data/x.parquet"));
         assert!(parse("hf://datasets/o").is_err());
     }
 

@@ -75,21 +75,103 @@ struct Store {
 }
 
 /// Splits a URL into the store's root (`s3://bucket`, `https://host:port`,
-/// `hf://datasets/OWNER/NAME[@REVISION]`) and the key inside it.
+/// `hf://datasets/OWNER/NAME[@REVISION]`) and the key inside it. An
+/// `http(s)://` URL's query string (`?X-Amz-Signature=...`) stays with its
+/// root, to be sent with every request (see [`http_key`]).
 fn split(url: &str) -> Option<(&str, &str)> {
-    if let Some(rest) = url.strip_prefix("hf://datasets/") {
-        // OWNER/NAME[@REVISION] is the root.
-        let mut at = url.len() - rest.len();
-        for _ in 0..2 {
-            at = url[at..].find('/').map_or(url.len(), |i| at + i + 1);
-        }
-        let root = url[..at].trim_end_matches('/');
-        return Some((root, url[at.min(url.len())..].trim_start_matches('/')));
+    if url.starts_with("hf://") {
+        let at = super::hub::root_len(url)?;
+        return Some((&url[..at], url[at..].trim_start_matches('/')));
     }
     let (scheme, rest) = url.split_once("://")?;
     let at = rest.find('/').map_or(url.len(), |i| scheme.len() + 3 + i);
     let (root, key) = url.split_at(at);
+    if is_http(url)
+        && let Some(q) = key.find('?')
+    {
+        return Some((root, key[..q].trim_start_matches('/')));
+    }
     Some((root, key.trim_start_matches('/')))
+}
+
+/// Why [`split`] found no store in `url` (an `hf://` URL that is not a
+/// dataset's says what one is).
+fn not_a_url(url: &str) -> String {
+    match super::hub::parse(url) {
+        Err(e) if url.starts_with("hf://") => e,
+        _ => format!("not a URL: {url}"),
+    }
+}
+
+/// Whether a URL is read over plain HTTP(S) (no listing; a URL, so its
+/// path is percent-encoded and it may carry a query string).
+pub fn is_http(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("http://")
+}
+
+/// A path as its name tells its format: an `http(s)://` URL without its
+/// query string (`x.parquet?download=true` is a `.parquet`).
+pub fn without_query(path: &Path) -> std::borrow::Cow<'_, Path> {
+    match path.to_str() {
+        Some(s) if is_http(s) && s.contains('?') => {
+            std::borrow::Cow::Owned(std::path::PathBuf::from(s.split('?').next().unwrap_or(s)))
+        }
+        _ => std::borrow::Cow::Borrowed(path),
+    }
+}
+
+/// The store's root of an `http(s)://` URL with its query string
+/// (`https://host?sig=...`): the query is sent with each request.
+fn http_root(url: &str) -> Option<String> {
+    let (root, _) = split(url)?;
+    match url.find('?') {
+        Some(q) if is_http(url) => Some(format!("{root}/{}", &url[q..])),
+        _ => Some(root.to_string()),
+    }
+}
+
+/// The object key an `http(s)://` URL's path names: the path is
+/// percent-encoded as typed (`a%20b.parquet` is the file `a b.parquet`), and
+/// the client encodes the key again when it sends it. A character a URL
+/// cannot hold (a space typed as is) stays what it is.
+fn http_key(key: &str) -> String {
+    key.split('/').map(percent_decode).collect::<Vec<_>>().join("/")
+}
+
+/// `%XX` escapes decoded (an invalid escape, or bytes that are not UTF-8,
+/// left as typed).
+pub(super) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+/// One URL path segment percent-encoded (all but RFC 3986's unreserved
+/// characters), as the Hub expects a revision (`refs%2Fconvert%2Fparquet`).
+pub(super) fn percent_encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Retries as `object_store` does by default (10, backoff from 100 ms to
@@ -347,7 +429,12 @@ fn store(root: &str) -> Result<Store, String> {
             .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, "none (plain HTTP)".to_string())),
         _ => return Err(format!("unsupported URL scheme {scheme}://")),
     };
-    let (store, credentials) = built.map_err(|e| redact(&format!("cannot set up the client: {e}")))?;
+    let (store, credentials) = built.map_err(|e| match e.to_string() {
+        t if t.contains("Account must be specified") => "no Azure storage account: set AZURE_STORAGE_ACCOUNT_NAME, \
+                                                        or name it in the URL (abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH)"
+            .to_string(),
+        t => redact(&format!("cannot set up the client: {t}")),
+    })?;
     let s = Store { store, credentials };
     stores
         .lock()
@@ -386,15 +473,24 @@ pub fn list_with_hidden(url: &str) -> Result<Vec<(String, u64)>, String> {
 }
 
 fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
-    let (root, key) = split(url).ok_or_else(|| format!("not a URL: {url}"))?;
+    let (root, key) = split(url).ok_or_else(|| not_a_url(url))?;
+    if is_http(url) {
+        return Err(
+            "plain HTTP has no listing: an http(s):// URL names one file (name each file, \
+                    or read the folder through s3://, gs://, az:// or hf://)"
+                .into(),
+        );
+    }
     let store = store(root)?;
     let glob_at = key.find(['*', '?', '[']);
     let prefix = match glob_at {
         Some(i) => key[..i].rsplit_once('/').map_or("", |(p, _)| p),
         None => key.trim_end_matches('/'),
     };
+    // A pattern ending in `/` matches folders only (as a shell glob does).
+    let folders_only = key.ends_with('/');
     let pattern = match glob_at {
-        Some(_) => Some(glob::Pattern::new(key).map_err(|e| format!("invalid glob: {e}"))?),
+        Some(_) => Some(glob::Pattern::new(key.trim_end_matches('/')).map_err(|e| format!("invalid glob: {e}"))?),
         None => None,
     };
     let metas: Vec<(String, u64)> = if root.starts_with("hf://") {
@@ -408,6 +504,11 @@ fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
             .map(|m| (m.location.as_ref().to_string(), m.size))
             .collect()
     };
+    // A key with glob characters that is there (`br[1].parquet`, or a
+    // folder so named) is itself, as a local path that exists is.
+    let literal = key.trim_end_matches('/');
+    let is_literal = |k: &str| k == literal || k.strip_prefix(literal).is_some_and(|r| r.starts_with('/'));
+    let pattern = pattern.filter(|_| !metas.iter().any(|(k, _)| is_literal(k)));
     let options = glob::MatchOptions {
         require_literal_separator: true,
         ..Default::default()
@@ -416,8 +517,8 @@ fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
     for (k, size) in metas {
         let k = k.as_str();
         if let Some(p) = &pattern {
-            // The key, or a folder above it, matches.
-            let mut hit = p.matches_with(k, options);
+            // The key (a file), or a folder above it, matches.
+            let mut hit = !folders_only && p.matches_with(k, options);
             let mut at = 0;
             while !hit && let Some(i) = k[at..].find('/') {
                 at += i + 1;
@@ -426,9 +527,13 @@ fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
             if !hit {
                 continue;
             }
+        } else if glob_at.is_some() && !is_literal(k) {
+            continue;
         }
-        // Hidden entries are skipped, as a local search skips them.
-        if !hidden && k.split('/').any(|s| s.starts_with('.')) {
+        // Hidden entries below the prefix are skipped, as a local search
+        // skips them (a hidden folder named in the URL is searched).
+        let below = k.strip_prefix(prefix).unwrap_or(k);
+        if !hidden && below.split('/').any(|s| s.starts_with('.')) {
             continue;
         }
         found.push((format!("{root}/{k}"), size));
@@ -577,11 +682,15 @@ impl Object {
     /// The object at `url` (no request yet).
     pub fn open(url: &Path) -> Result<Object, ReadError> {
         let text = url.to_str().ok_or_else(|| ReadError::new("a URL must be UTF-8"))?;
-        let (root, key) = split(text).ok_or_else(|| ReadError::new("not a URL"))?;
+        let (root, key) = split(text).ok_or_else(|| ReadError::new(not_a_url(text)))?;
         if key.is_empty() || key.ends_with('/') {
             return Err(ReadError::new("names no object (a prefix with nothing below it)"));
         }
-        let store = store(root).map_err(ReadError::new)?;
+        let (root, key) = match is_http(text) {
+            true => (http_root(text).unwrap_or_default(), http_key(key)),
+            false => (root.to_string(), key.to_string()),
+        };
+        let store = store(&root).map_err(ReadError::new)?;
         let key = ObjPath::parse(key).map_err(|e| ReadError::new(format!("not an object key: {e}")))?;
         Ok(Object {
             store,
@@ -643,7 +752,20 @@ impl Object {
         match self.size {
             Some(0) => Ok((0, Bytes::new())),
             Some(size) => self.request(Some(GetRange::Bounded(size.saturating_sub(n)..size))),
-            None => self.request(Some(GetRange::Suffix(n))),
+            // Azure takes no suffix range: the size first (one HEAD).
+            None if self.url.starts_with("az://") || self.url.starts_with("abfs://") => match self.request(None)? {
+                (0, _) => Ok((0, Bytes::new())),
+                (size, _) => self.request(Some(GetRange::Bounded(size.saturating_sub(n)..size))),
+            },
+            None => match self.request(Some(GetRange::Suffix(n))) {
+                // A range of an empty object: S3 answers 416 or the whole
+                // (empty) object, so its size says what happened.
+                Err(e) if e.message.contains("Range") || e.message.contains("HTTP 416") => match self.request(None) {
+                    Ok((0, _)) => Ok((0, Bytes::new())),
+                    _ => Err(e),
+                },
+                ok => ok,
+            },
         }
     }
 
@@ -667,7 +789,16 @@ impl Object {
             let store = store.store.clone();
             let key = self.key.clone();
             let etag = etag.clone();
-            async move { get(store, key, Some(GetRange::Bounded(r)), etag).await.map(|(_, b)| b) }
+            async move {
+                let (meta, bytes) = get(store, key.clone(), Some(GetRange::Bounded(r)), etag).await?;
+                // The first response pins the version (a listed object's
+                // first request may be this one), later ones must match it.
+                self.pin(&meta).map_err(|_| object_store::Error::Precondition {
+                    path: key.to_string(),
+                    source: "the object changed".into(),
+                })?;
+                Ok(bytes)
+            }
         };
         runtime()
             .block_on(object_store::coalesce_ranges(ranges, fetch, coalesce))
@@ -801,6 +932,11 @@ fn describe(e: &object_store::Error, credentials: &str) -> String {
         E::PermissionDenied { .. } => format!("access denied (HTTP 403); credentials from {credentials}"),
         E::Unauthenticated { .. } => format!("not authenticated (HTTP 401); credentials from {credentials}"),
         E::Precondition { .. } => changed().message,
+        // A listed key the client cannot take (`a//b`, `./`, `../`): the
+        // listing fails as a whole.
+        E::InvalidPath { source } => format!(
+            "a key here cannot be read (the storage client takes no empty, `.` or `..` path segments): {source}"
+        ),
         _ => {
             let status = text
                 .split_once("status code: ")
@@ -819,9 +955,13 @@ fn describe(e: &object_store::Error, credentials: &str) -> String {
                     "no credentials found (looked in {credentials}); set them in the environment, \
                      or AWS_SKIP_SIGNATURE=true for a public bucket"
                 ),
-                None if text.contains("timed out") || text.contains("timeout") => {
+                // (The retry wrapper's own text names its `retry_timeout`.)
+                None if text.replace("retry_timeout", "").contains("timed out")
+                    || text.replace("retry_timeout", "").contains("timeout") =>
+                {
                     format!("the request timed out{retries}")
                 }
+                None if text.contains("dns error") => format!("cannot resolve the server's host name{retries}"),
                 None if text.contains("onnect") => format!("cannot connect to the server{retries}"),
                 None => format!("the request failed{retries}"),
             }
@@ -856,6 +996,26 @@ mod tests {
         assert_eq!(split("s3://b"), Some(("s3://b", "")));
         assert_eq!(split("http://127.0.0.1:9/d/x"), Some(("http://127.0.0.1:9", "d/x")));
         assert!(is_url(Path::new("gs://b/k")) && !is_url(Path::new("data/s3:/x")));
+    }
+
+    #[test]
+    fn http_urls_are_decoded_and_keep_their_query() {
+        let url = "https://h:1/d/a%20b%2B.parquet?sig=x%2Fy&e=1";
+        assert_eq!(split(url), Some(("https://h:1", "d/a%20b%2B.parquet")));
+        assert_eq!(http_root(url).as_deref(), Some("https://h:1/?sig=x%2Fy&e=1"));
+        assert_eq!(http_key("d/a%20b%2B.parquet"), "d/a b+.parquet");
+        // Invalid escapes and a `%` typed as is stay what they are.
+        assert_eq!(percent_decode("50%.p%zz%4"), "50%.p%zz%4");
+        assert_eq!(percent_decode("h%C3%A9"), "hé");
+        assert_eq!(percent_encode("refs/convert/parquet"), "refs%2Fconvert%2Fparquet");
+        assert_eq!(
+            without_query(Path::new(url)),
+            Path::new("https://h:1/d/a%20b%2B.parquet")
+        );
+        assert_eq!(
+            split("hf://datasets/o/n@refs/pr/3/d/x"),
+            Some(("hf://datasets/o/n@refs/pr/3", "d/x"))
+        );
     }
 
     #[test]

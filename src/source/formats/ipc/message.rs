@@ -163,6 +163,9 @@ fn foreign_schema(schema: FbSchema<'_>) -> Result<arrow::datatypes::Schema, Read
     Ok(arrow::datatypes::Schema::new(fields))
 }
 
+/// A stream's end inside a message's header or flatbuffer.
+const TRUNCATED: &str = "truncated: the stream ends inside a message";
+
 /// Reads the next message of a stream, its compressed buffers vetted;
 /// `None` at a clean end of input between messages.
 pub(crate) fn next_message(input: &mut dyn Read) -> Result<Option<Message>, ReadError> {
@@ -173,7 +176,7 @@ pub(crate) fn next_message(input: &mut dyn Read) -> Result<Option<Message>, Read
     // A continuation marker and a length precede the flatbuffer (older
     // writers: the length alone).
     let len = if first == 0xffff_ffff {
-        read_word(input, &mut bytes)?.ok_or_else(|| ReadError::new("truncated: the stream ends inside a message"))?
+        read_word(input, &mut bytes)?.ok_or_else(|| ReadError::new(TRUNCATED))?
     } else {
         first
     };
@@ -194,7 +197,13 @@ pub(crate) fn next_message(input: &mut dyn Read) -> Result<Option<Message>, Read
     let body_start = bytes.len();
     // The body is read before it is vetted, but only as far as the input
     // really holds bytes: a lying length costs no more than the input.
-    read_exactly(input, &mut bytes, body_len)?;
+    read_exactly(input, &mut bytes, body_len).map_err(|e| match e.message.as_str() {
+        // Said as the walk of a local stream says it.
+        TRUNCATED => ReadError::new(format!(
+            "truncated: a body of {body_len} bytes runs past the end of the file"
+        )),
+        _ => e,
+    })?;
     let message = parse(&bytes[flat_start..body_start])?;
     let body = &bytes[body_start..];
     vet(&message, &mut |offset| {
@@ -218,7 +227,7 @@ fn read_word(input: &mut dyn Read, bytes: &mut Vec<u8>) -> Result<Option<u32>, R
     while got < 4 {
         match input.read(&mut word[got..]) {
             Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(ReadError::new("truncated: the stream ends inside a message")),
+            Ok(0) => return Err(ReadError::new(TRUNCATED)),
             Ok(n) => got += n,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.into()),
@@ -233,7 +242,7 @@ fn read_exactly(input: &mut dyn Read, bytes: &mut Vec<u8>, n: u64) -> Result<(),
     let before = bytes.len() as u64;
     input.take(n).read_to_end(bytes)?;
     if bytes.len() as u64 - before != n {
-        return Err(ReadError::new("truncated: the stream ends inside a message"));
+        return Err(ReadError::new(TRUNCATED));
     }
     Ok(())
 }

@@ -427,22 +427,14 @@ fn index_file(input: Arc<Input>) -> Result<FileIndex, ReadError> {
     })
 }
 
-/// Walks an IPC stream's messages (headers only) and vets every compressed
-/// buffer, before the decoder allocates anything they declare; returns the
-/// names of the columns of the stream's schema.
-/// Whether the local file at `path` is an index mapping that Hugging Face
+/// Whether the file at `path` (or object) is an index mapping that Hugging Face
 /// `datasets` writes beside a dataset's cache files (`shuffle`, `select`,
 /// `sort`, `train_test_split` of a dataset whose data lives in files): an
 /// Arrow stream whose only column is `indices` (uint64), the row order over
-/// the data files, not data. Only its first message (the schema) is read.
+/// the data files, not data. Only its first message (the schema) is read
+/// (of an object, by a few small ranged requests).
 pub(crate) fn is_datasets_indices(path: &Path) -> bool {
-    if crate::source::storage::remote::is_url(path) {
-        return false;
-    }
     let Ok(input) = Input::open(path) else { return false };
-    if input.is_remote() {
-        return false;
-    }
     let bytes = Bytes::open(Arc::new(input));
     let Ok(Some((flat, _))) = bytes.message_at(0, None) else {
         return false;
@@ -456,6 +448,9 @@ pub(crate) fn is_datasets_indices(path: &Path) -> bool {
     matches!(schema.fields().as_ref(), [f] if f.name() == "indices" && *f.data_type() == arrow::datatypes::DataType::UInt64)
 }
 
+/// Walks an IPC stream's messages (headers only) and vets every compressed
+/// buffer, before the decoder allocates anything they declare; returns the
+/// names of the columns of the stream's schema.
 fn vet_stream(input: Input) -> Result<Vec<String>, ReadError> {
     let remote = input.is_remote();
     let bytes = Bytes::open(Arc::new(input));

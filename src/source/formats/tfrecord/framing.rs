@@ -101,6 +101,11 @@ impl MapRecords {
 pub(super) struct StreamRecords {
     pub reader: Box<dyn Read>,
     pub record: u64,
+    /// The size of an uncompressed stream (an object), when known: a
+    /// length past its end is then told as a local file's is.
+    pub total: Option<u64>,
+    /// Bytes read so far (of an uncompressed stream).
+    pub pos: u64,
 }
 
 impl StreamRecords {
@@ -123,6 +128,15 @@ impl StreamRecords {
             return Err(ReadError::new(format!("truncated record header ({n} bytes left)")).at(at(record)));
         }
         let len = header(&h, record)?;
+        if let Some(total) = self.total {
+            let rest = total.saturating_sub(self.pos + 12);
+            if len > rest || rest - len < 4 {
+                return Err(ReadError::new(format!(
+                    "length {len} runs past the end of the file ({rest} bytes left)"
+                ))
+                .at(at(record)));
+            }
+        }
         if len > MAX_RECORD {
             return Err(ReadError::new(format!(
                 "a record of {len} bytes (preflight reads records of at most {MAX_RECORD} bytes)"
@@ -140,6 +154,7 @@ impl StreamRecords {
         let crc = data.split_off(len as usize);
         check_data(&data, &crc, record)?;
         self.record += 1;
+        self.pos += len + 16;
         Ok(Some(Bytes::from(data)))
     }
 }

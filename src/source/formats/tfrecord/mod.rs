@@ -231,6 +231,8 @@ impl TfRecordSource {
             let mut records = StreamRecords {
                 reader: stream(path, gzip)?,
                 record: 0,
+                total: (!gzip).then_some(size),
+                pos: 0,
             };
             let (mut offset, mut unit_start) = (0usize, 0usize);
             units.push(Unit {
@@ -630,6 +632,8 @@ impl Source for TfRecordSource {
                 let mut records = StreamRecords {
                     reader: stream(&self.path, self.gzip)?,
                     record: 0,
+                    total: None,
+                    pos: 0,
                 };
                 while let Some(data) = records.next_record()? {
                     reader.record(data, records.record - 1)?;
@@ -664,7 +668,12 @@ pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool 
     };
     if name.ends_with(".gz") {
         let Ok(reader) = stream(path, true) else { return true };
-        let mut records = StreamRecords { reader, record: 0 };
+        let mut records = StreamRecords {
+            reader,
+            record: 0,
+            total: None,
+            pos: 0,
+        };
         loop {
             match records.next_record() {
                 Ok(Some(data)) if has(&data) => return true,
