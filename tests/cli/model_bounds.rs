@@ -264,6 +264,29 @@ fn init_keeps_each_model_bound_the_data_breaks_and_check_names_its_cause() {
         "class",
         "labels reach 3 but the model's head has 3 classes (num_labels: len(id2label)): the data has more classes than the head was built for",
     );
+    // A merge of partial reports rebuilds the same hints from the sources.
+    let full = env.run(&["check", "-s", "bert.yaml", "--format", "json", "bert.parquet"]);
+    let part = env.run(&[
+        "check",
+        "-s",
+        "bert.yaml",
+        "--format",
+        "json",
+        "--partial",
+        "bert.parquet",
+    ]);
+    env.write("bert.partial.json", &part.stdout);
+    let merged = env.run(&["merge", "bert.partial.json", "bert.partial.json", "--format", "json"]);
+    let drop_counts = |s: &str| {
+        let mut v: Value = serde_json::from_str(s).unwrap();
+        for c in v["checks"].as_array_mut().unwrap() {
+            c.as_object_mut()
+                .unwrap()
+                .retain(|k, _| k == "column" || k == "rule" || k == "hint");
+        }
+        v["checks"].clone()
+    };
+    assert_eq!(drop_counts(&merged.stdout), drop_counts(&full.stdout));
 
     let roberta = init_then_check(
         &env,
