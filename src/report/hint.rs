@@ -1,6 +1,9 @@
 //! Hints: the likely cause of a check's violations, when the data shows one
 //! (1-indexed labels, a segmentation void label, a grown tokenizer, missing
-//! truncation, ...). Shown by every report format.
+//! truncation, ...). Shown by every report format. A bound's cause follows
+//! its source: ids past a vocabulary were added tokens, token types past
+//! `type_vocab_size` are segments, positions past the table want truncation,
+//! labels past `num_labels` a head of another size.
 
 use super::CheckTally;
 use crate::schema::bound::{BoundKind, kind_of};
