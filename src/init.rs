@@ -4,7 +4,9 @@
 //! a person can read and commit. Bounds come from the model's config.json as
 //! references (so they follow the model), wired the way each `model_type`
 //! consumes them (torch-semantics part B); without a model, from what the data
-//! shows, each with a comment saying what it was inferred from.
+//! shows, each with a comment saying what it was inferred from. A model's
+//! bound is kept even where the data breaks it (that drift is what `check`
+//! exists to catch); `init` then says so on stderr.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -38,6 +40,10 @@ struct Profile {
     distinct: BTreeSet<i128>,
     strings: BTreeSet<String>,
     many: bool,
+    /// The pad id that does not take a position (RoBERTa's), and the
+    /// longest row without it.
+    pad: Option<i128>,
+    max_len_nonpad: u64,
 }
 
 impl Profile {
@@ -68,12 +74,66 @@ impl Model {
     fn num_labels(&self) -> Option<usize> {
         self.config.get("id2label").and_then(Json::as_object).map(|m| m.len())
     }
+    /// Positions come from `pad_token_id` + a count of non-pad tokens.
+    fn pad_offset_positions(&self) -> bool {
+        ["roberta", "xlm-roberta", "camembert"].contains(&self.model_type())
+    }
+    /// A token-level `labels` column indexes the head's classes (token
+    /// classification) rather than the vocabulary (language modelling):
+    /// as `architectures` says, else when id2label is the model's own (not
+    /// the two placeholder labels every config has by default).
+    fn token_labels_are_classes(&self) -> bool {
+        let archs: Vec<&str> = self
+            .config
+            .get("architectures")
+            .and_then(Json::as_array)
+            .map(|a| a.iter().filter_map(Json::as_str).collect())
+            .unwrap_or_default();
+        if archs.iter().any(|a| a.ends_with("ForTokenClassification")) {
+            return true;
+        }
+        let lm = [
+            "ForCausalLM",
+            "ForMaskedLM",
+            "LMHeadModel",
+            "ForPreTraining",
+            "ForConditionalGeneration",
+        ];
+        if archs.iter().any(|a| lm.iter().any(|h| a.ends_with(h))) {
+            return false;
+        }
+        let placeholder = |m: &serde_json::Map<String, Json>| {
+            m.len() == 2
+                && m.get("0").and_then(Json::as_str) == Some("LABEL_0")
+                && m.get("1").and_then(Json::as_str) == Some("LABEL_1")
+        };
+        self.config
+            .get("id2label")
+            .and_then(Json::as_object)
+            .is_some_and(|m| m.len() > 1 && !placeholder(m))
+            || self.get("vocab_size").is_none()
+    }
+}
+
+/// The stderr line for a column whose data breaks a model's bound: what
+/// it `reaches` (its largest value or longest row) against `bound`.
+fn past(column: &str, reaches: &str, bound: &str) -> String {
+    format!("column `{column}` {reaches} but {bound}: `preflight check` will report them")
+}
+
+/// A proposed schema, and where the data already breaks the model's bounds.
+#[derive(Debug, Default)]
+pub struct Proposal {
+    /// The schema, as YAML text.
+    pub text: String,
+    /// One line per column whose data breaks a bound the model defines.
+    pub warnings: Vec<String>,
 }
 
 /// Writes a proposed schema for the data at `paths` (and the model at
 /// `model`, a folder with config.json) as YAML text; `schema_dir` is where
 /// the schema will live, which model references are relative to.
-pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<String, String> {
+pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<Proposal, String> {
     let model = match model {
         None => None,
         Some(dir) => {
@@ -92,7 +152,10 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
     };
     // Image folders, YOLO label trees and COCO files have their own proposal.
     if let Some(layout) = crate::source::layouts::propose::propose(paths, schema_dir) {
-        return layout;
+        return layout.map(|text| Proposal {
+            text,
+            warnings: Vec::new(),
+        });
     }
     // Token `.bin` files are searched for too (as for a `tokens` column),
     // and images, which count only in a folder of masks (not beside
@@ -165,6 +228,10 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
                         None => {
                             profiles.push(Profile {
                                 name: name.clone(),
+                                pad: model
+                                    .as_ref()
+                                    .filter(|m| m.pad_offset_positions() && name.ends_with("input_ids"))
+                                    .map(|m| m.get("pad_token_id").unwrap_or(1)),
                                 ..Default::default()
                             });
                             profiles.last_mut().expect("just pushed")
@@ -184,48 +251,63 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
     // The tokenizer's size as a second bound, when the model folder has
     // one that fits its embedding (checked as `check` will read it).
     let mut token_lines = Vec::new();
+    let mut tokenizer_size = None;
     if let Some(m) = &model {
         let tok = format!("{{tokenizer: {}}}", yaml_str(&format!("{}/tokenizer.json", m.dir)));
         let probe = format!(
             "version: 1\ncolumns:\n  tokens: {{kind: index, size: {{hf_config: {}, key: vocab_size}}, tokenizer_size: {tok}}}\n",
             yaml_str(&m.dir)
         );
-        if crate::Schema::from_yaml(&probe, &schema_dir.join("preflight.yaml")).is_ok() {
+        if let Ok(s) = crate::Schema::from_yaml(&probe, &schema_dir.join("preflight.yaml")) {
+            tokenizer_size = s.columns.first().and_then(|c| c.tokenizer_size);
             token_lines.push(format!(
                 "tokenizer_size: {tok}  # ids the tokenizer emits: ids past them have untrained rows"
             ));
         }
     }
     token_lines.extend(token_stats.lines());
+    let mut warnings = Vec::new();
     let mut out = render(
         &profiles,
         model.as_ref(),
         &files.iter().map(|f| f.display.clone()).collect::<Vec<_>>(),
-        &token_lines,
+        (&token_lines, tokenizer_size),
+        &mut warnings,
     );
     if !masks.is_empty() {
+        let n = model.as_ref().and_then(|m| m.num_labels()).filter(|&n| n > 1);
         let head = model
             .as_ref()
-            .filter(|m| m.num_labels().is_some_and(|n| n > 1))
+            .filter(|_| n.is_some())
             .map(|m| format!("{{hf_config: {}, key: num_labels}}", yaml_str(&m.dir)));
+        if let (Some(n), Some(hi)) = (n, masks.largest_class())
+            && hi >= n as i64
+        {
+            warnings.push(past(
+                source::formats::image::PIXELS,
+                &format!("reaches class {hi}"),
+                &format!("the model's head has {n} classes (num_labels)"),
+            ));
+        }
         out.push_str("  pixels:\n");
         for l in masks.render(head, masks::sibling_images(paths)) {
             let _ = writeln!(out, "    {l}");
         }
     }
-    Ok(out)
+    Ok(Proposal { text: out, warnings })
 }
 
 fn profile(p: &mut Profile, col: &ArrayRef) {
     match col.data_type() {
         DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
             p.list = true;
-            let (lens, child): (Vec<u64>, ArrayRef) = match col.data_type() {
+            let (lens, child, first): (Vec<u64>, ArrayRef, usize) = match col.data_type() {
                 DataType::List(_) => {
                     let l = col.as_list::<i32>();
                     (
                         l.offsets().windows(2).map(|w| (w[1] - w[0]) as u64).collect(),
                         l.values().clone(),
+                        l.offsets()[0] as usize,
                     )
                 }
                 DataType::LargeList(_) => {
@@ -233,18 +315,42 @@ fn profile(p: &mut Profile, col: &ArrayRef) {
                     (
                         l.offsets().windows(2).map(|w| (w[1] - w[0]) as u64).collect(),
                         l.values().clone(),
+                        l.offsets()[0] as usize,
                     )
                 }
                 _ => {
                     let l = col.as_fixed_size_list();
-                    (vec![l.value_length() as u64; l.len()], l.values().clone())
+                    (vec![l.value_length() as u64; l.len()], l.values().clone(), 0)
                 }
             };
-            p.max_len = p.max_len.max(lens.into_iter().max().unwrap_or(0));
+            p.max_len = p.max_len.max(lens.iter().copied().max().unwrap_or(0));
+            if let Some(pad) = p.pad {
+                p.max_len_nonpad = p.max_len_nonpad.max(longest_without(&lens, &child, first, pad));
+            }
             scalars(p, &child);
         }
         _ => scalars(p, col),
     }
+}
+
+/// The most elements of a row (rows `lens` long, laid out in `child`) that
+/// are not `pad`.
+fn longest_without(lens: &[u64], child: &ArrayRef, first: usize, pad: i128) -> u64 {
+    let Ok(values) = arrow::compute::cast(child, &DataType::Int64) else {
+        return lens.iter().copied().max().unwrap_or(0);
+    };
+    let values = values.as_primitive::<arrow::datatypes::Int64Type>();
+    let mut start = first;
+    let mut longest = 0u64;
+    for &len in lens {
+        let end = (start + len as usize).min(values.len());
+        let n = (start..end)
+            .filter(|&i| values.is_null(i) || i128::from(values.value(i)) != pad)
+            .count() as u64;
+        longest = longest.max(n);
+        start = end;
+    }
+    longest
 }
 
 fn scalars(p: &mut Profile, a: &ArrayRef) {
@@ -306,7 +412,13 @@ const SEGMENTATION: &[&str] = &[
     "upernet",
 ];
 
-fn render(profiles: &[Profile], model: Option<&Model>, files: &[String], token_lines: &[String]) -> String {
+fn render(
+    profiles: &[Profile],
+    model: Option<&Model>,
+    files: &[String],
+    (token_lines, tokenizer_size): (&[String], Option<i128>),
+    warnings: &mut Vec<String>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -322,51 +434,138 @@ fn render(profiles: &[Profile], model: Option<&Model>, files: &[String], token_l
         .find(|p| p.name == "input_ids" && p.list)
         .map(|p| p.name.clone());
     let cfg = |key: &str, m: &Model| format!("{{hf_config: {}, key: {key}}}", yaml_str(&m.dir));
+    // The embedding bound of token ids, and the line saying where ids break it.
+    let vocab_size = |p: &Profile, m: &Model, warnings: &mut Vec<String>| {
+        let v = m.get("vocab_size")?;
+        if let Some(hi) = p.max.filter(|&hi| hi >= v) {
+            warnings.push(past(
+                &p.name,
+                &format!("reaches {hi}"),
+                &format!("the model's embedding has {v} rows (vocab_size)"),
+            ));
+        }
+        Some(format!(
+            "size: {}  # the embedding rows: vocab_size of the model",
+            cfg("vocab_size", m)
+        ))
+    };
     for p in profiles {
         let name = yaml_str(&p.name);
         let mut lines: Vec<String> = Vec::new();
-        let is_ids = p.list && p.integer && (p.name.ends_with("input_ids") || p.name == "position_ids");
+        let is_positions = p.list && p.integer && p.name.ends_with("position_ids");
+        let is_ids = p.list && p.integer && p.name.ends_with("input_ids");
         let is_types = p.name == "token_type_ids" && p.integer;
         let is_mask = p.name == "attention_mask" && p.integer;
         if p.name == source::formats::tokenbin::TOKENS && p.integer {
             // Token shards: the embedding bound, the tokenizer's, the stored
             // type and the documents (no length rule: loaders cut windows).
             lines.push("kind: index".into());
-            match model.and_then(|m| m.get("vocab_size").map(|_| m)) {
-                Some(m) => lines.push(format!(
-                    "size: {}  # the embedding rows: vocab_size of the model",
-                    cfg("vocab_size", m)
-                )),
+            match model.and_then(|m| vocab_size(p, m, warnings)) {
+                Some(l) => lines.push(l),
                 None => lines.push(format!(
                     "size: {}  # observed largest id + 1: replace with the model's vocab_size (or use --model)",
                     p.max.unwrap_or(0) + 1
                 )),
             }
+            if let (Some(t), Some(hi)) = (tokenizer_size, p.max)
+                && hi >= t
+                && model.and_then(|m| m.get("vocab_size")).is_some_and(|v| hi < v)
+            {
+                warnings.push(past(
+                    &p.name,
+                    &format!("reaches {hi}"),
+                    &format!(
+                        "the model's tokenizer emits {t} ids (tokenizer.json): the rows past them were never trained"
+                    ),
+                ));
+            }
             lines.extend(token_lines.iter().cloned());
         } else if is_ids {
             lines.push("kind: index".into());
-            match model.and_then(|m| m.get("vocab_size").map(|_| m)) {
-                Some(m) => lines.push(format!(
-                    "size: {}  # the embedding rows: vocab_size of the model",
-                    cfg("vocab_size", m)
-                )),
+            match model.and_then(|m| vocab_size(p, m, warnings)) {
+                Some(l) => lines.push(l),
                 None => lines.push(format!(
                     "size: {}  # observed largest id + 1: replace with the model's vocab_size",
                     p.max.unwrap_or(0) + 1
                 )),
             }
-            lines.extend(length_rule(p, model));
-        } else if is_types {
-            lines.push("kind: index".into());
-            match model {
-                Some(m) if m.model_type() == "gpt2" => lines.push(format!(
-                    "size: {}  # GPT-2 looks token types up in its word embedding",
-                    cfg("vocab_size", m)
-                )),
-                Some(m) if m.get("type_vocab_size").is_some_and(|t| t > 0) => {
-                    lines.push(format!("size: {}", cfg("type_vocab_size", m)))
+            lines.extend(length_rule(p, model, warnings));
+        } else if is_positions {
+            // Explicit position ids index the position table itself (no
+            // pad offset); RoPE/relative models have none to index.
+            match model.and_then(|m| position_table(m).map(|t| (m, t))) {
+                Some((m, None)) => {
+                    let _ = writeln!(
+                        out,
+                        "  # {name}: not checked ({} computes positions: RoPE/relative, no table to index)",
+                        m.model_type()
+                    );
+                    continue;
                 }
-                _ => lines.push(format!("size: {}  # observed largest type + 1", p.max.unwrap_or(0) + 1)),
+                Some((m, Some(key))) => {
+                    let n = m.get(key).unwrap_or_default();
+                    lines.push(format!(
+                        "kind: index\nsize: {}  # the rows of the model's position table",
+                        cfg(key, m)
+                    ));
+                    if let Some(hi) = p.max.filter(|&hi| hi >= n) {
+                        warnings.push(past(
+                            &p.name,
+                            &format!("reaches {hi}"),
+                            &format!("the model's position table has {n} rows ({key})"),
+                        ));
+                    }
+                }
+                None => lines.push(format!(
+                    "kind: index\nsize: {}  # observed largest position + 1: replace with the model's max_position_embeddings",
+                    p.max.unwrap_or(0) + 1
+                )),
+            }
+            if let Some(i) = &ids {
+                lines.push(format!("same_length_as: {}", yaml_str(i)));
+            }
+        } else if is_types {
+            let bound = match model {
+                Some(m) if m.model_type() == "gpt2" => m.get("vocab_size").map(|v| {
+                    (
+                        format!(
+                            "size: {}  # GPT-2 looks token types up in its word embedding",
+                            cfg("vocab_size", m)
+                        ),
+                        v,
+                        format!(
+                            "the model's word embedding, which GPT-2 looks token types up in, has {v} rows (vocab_size)"
+                        ),
+                    )
+                }),
+                Some(m) if m.get("type_vocab_size") == Some(0) => {
+                    let _ = writeln!(
+                        out,
+                        "  # {name}: not checked (type_vocab_size 0: the model ignores token types)"
+                    );
+                    continue;
+                }
+                Some(m) => m.get("type_vocab_size").filter(|&t| t > 0).map(|t| {
+                    (
+                        format!("size: {}", cfg("type_vocab_size", m)),
+                        t,
+                        format!(
+                            "the model has {t} token type{} (type_vocab_size)",
+                            if t == 1 { "" } else { "s" }
+                        ),
+                    )
+                }),
+                None => None,
+            };
+            lines.push("kind: index".into());
+            match bound {
+                Some((line, n, what)) => {
+                    lines.push(line);
+                    if let Some(hi) = p.max.filter(|&hi| hi >= n) {
+                        warnings.push(past(&p.name, &format!("reaches {hi}"), &what));
+                    }
+                }
+                None => lines.push(format!("size: {}  # observed largest type + 1", p.max.unwrap_or(0) + 1)),
             }
             if let Some(i) = &ids {
                 lines.push(format!("same_length_as: {}", yaml_str(i)));
@@ -382,22 +581,37 @@ fn render(profiles: &[Profile], model: Option<&Model>, files: &[String], token_l
             lines.push("kind: class".into());
             let seg = model.is_some_and(|m| SEGMENTATION.contains(&m.model_type()));
             let is_label = p.name == "label" || p.name == "labels";
-            match model {
-                Some(m)
-                    if is_label
-                        && m.num_labels().is_some_and(|n| n > 1)
-                        && p.max.is_some_and(|x| x < m.num_labels().unwrap_or(0) as i128) =>
-                {
+            // The values the loss ignores do not count against a bound.
+            let ignored = if seg { 255 } else { -100 };
+            let largest = p.distinct.iter().rev().copied().find(|&v| v != ignored);
+            let head = model.and_then(|m| m.num_labels().filter(|&n| n > 1).map(|n| (m, n as i128)));
+            let vocab = model.and_then(|m| m.get("vocab_size").map(|v| (m, v)));
+            match (head, vocab) {
+                (Some((m, n)), _) if is_label && (!p.list || m.token_labels_are_classes()) => {
                     lines.push(format!(
                         "num_classes: {}  # len(id2label) of the model's head",
                         cfg("num_labels", m)
                     ));
+                    if let Some(hi) = largest.filter(|&hi| hi >= n) {
+                        warnings.push(past(
+                            &p.name,
+                            &format!("reaches {hi}"),
+                            &format!("the model's head has {n} classes (num_labels)"),
+                        ));
+                    }
                 }
-                Some(m) if is_label && p.list && m.get("vocab_size").is_some() => {
+                (_, Some((m, v))) if is_label && p.list => {
                     lines.push(format!(
                         "num_classes: {}  # token labels index the vocabulary",
                         cfg("vocab_size", m)
                     ));
+                    if let Some(hi) = largest.filter(|&hi| hi >= v) {
+                        warnings.push(past(
+                            &p.name,
+                            &format!("reaches {hi}"),
+                            &format!("the model's vocabulary has {v} ids (vocab_size)"),
+                        ));
+                    }
                 }
                 _ => {
                     let lo = p.min.unwrap_or(0);
@@ -447,8 +661,30 @@ fn render(profiles: &[Profile], model: Option<&Model>, files: &[String], token_l
     out
 }
 
-/// The sequence-length rule of the model's position table (part B).
-fn length_rule(p: &Profile, model: Option<&Model>) -> Vec<String> {
+/// Whether the model computes positions (RoPE or relative attention: no
+/// table, so no length crashes it).
+fn computes_positions(m: &Model) -> bool {
+    let t = m.model_type();
+    ROPE.contains(&t) || (t == "deberta-v2" && m.config.get("position_biased_input") != Some(&Json::Bool(true)))
+}
+
+/// The config key of the model's position table: `Some(None)` when it
+/// computes positions, `None` when its config names no table.
+fn position_table(m: &Model) -> Option<Option<&'static str>> {
+    if computes_positions(m) {
+        return Some(None);
+    }
+    let key = if m.model_type() == "gpt2" {
+        "n_positions"
+    } else {
+        "max_position_embeddings"
+    };
+    m.get(key).map(|_| Some(key))
+}
+
+/// The sequence-length rule of the model's position table (part B), and
+/// the line saying where rows are longer.
+fn length_rule(p: &Profile, model: Option<&Model>, warnings: &mut Vec<String>) -> Vec<String> {
     let cfg = |key: &str, m: &Model, extra: &str| format!("{{hf_config: {}, key: {key}{extra}}}", yaml_str(&m.dir));
     let Some(m) = model else {
         return vec![format!(
@@ -457,31 +693,45 @@ fn length_rule(p: &Profile, model: Option<&Model>) -> Vec<String> {
         )];
     };
     let t = m.model_type();
-    if ROPE.contains(&t) || (t == "deberta-v2" && m.config.get("position_biased_input") != Some(&Json::Bool(true))) {
+    if computes_positions(m) {
         return vec![format!(
             "# no max_length: {t} computes positions (RoPE/relative), longer rows do not crash"
         )];
     }
-    match t {
-        "roberta" | "xlm-roberta" | "camembert" => {
+    let mut longer = |n: i128, longest: u64, what: &str, limit: &str| {
+        if i128::from(longest) > n {
+            warnings.push(past(
+                &p.name,
+                &format!("has rows of {longest} {what}"),
+                &format!("the model takes {n} ({limit})"),
+            ));
+        }
+    };
+    match (t, position_table(m)) {
+        ("roberta" | "xlm-roberta" | "camembert", Some(Some(key))) => {
             let pad = m.get("pad_token_id").unwrap_or(1);
+            longer(
+                m.get(key).unwrap_or_default() - pad - 1,
+                p.max_len_nonpad,
+                "non-pad tokens",
+                "max_position_embeddings - pad_token_id - 1",
+            );
             vec![
                 format!(
                     "max_length: {}  # non-pad tokens <= max_position_embeddings - pad_token_id - 1",
-                    cfg("max_position_embeddings", m, &format!(", offset: {}", -(pad + 1)))
+                    cfg(key, m, &format!(", offset: {}", -(pad + 1)))
                 ),
                 format!("pad_id: {pad}  # pad_token_id: pads do not take positions"),
             ]
         }
-        "gpt2" => vec![format!(
-            "max_length: {}  # left pads count too",
-            cfg("n_positions", m, "")
-        )],
-        _ if m.get("max_position_embeddings").is_some() => {
-            vec![format!(
-                "max_length: {}  # pads and special tokens count",
-                cfg("max_position_embeddings", m, "")
-            )]
+        (_, Some(Some(key))) => {
+            longer(m.get(key).unwrap_or_default(), p.max_len, "tokens", key);
+            let why = if t == "gpt2" {
+                "left pads count too"
+            } else {
+                "pads and special tokens count"
+            };
+            vec![format!("max_length: {}  # {why}", cfg(key, m, ""))]
         }
         _ => vec![format!(
             "# observed longest row: {}; the model's config has no position limit",

@@ -10,8 +10,8 @@ pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) 
         return 2;
     }
     let dir = output.parent().unwrap_or(std::path::Path::new("."));
-    let text = match crate::init::propose(paths, model, dir) {
-        Ok(t) => t,
+    let (text, warnings) = match crate::init::propose(paths, model, dir) {
+        Ok(p) => (p.text, p.warnings),
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
@@ -25,6 +25,10 @@ pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) 
     if let Err(e) = std::fs::write(output, &text) {
         eprintln!("error: {}: {e}", output.display());
         return 2;
+    }
+    // The model's bounds stay; where the data already breaks one, say so.
+    for w in &warnings {
+        eprintln!("warning: {w}");
     }
     eprintln!("wrote {}", output.display());
     0

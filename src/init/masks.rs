@@ -85,6 +85,11 @@ impl MaskProfile {
         self.values.extend(seen);
     }
 
+    /// The largest class seen (255, the void label, aside).
+    pub(super) fn largest_class(&self) -> Option<i64> {
+        self.values.iter().rev().copied().find(|&v| v != 255)
+    }
+
     /// Whether any mask was profiled.
     pub(super) fn is_empty(&self) -> bool {
         self.images == 0 && self.errors == 0

@@ -1,8 +1,12 @@
 //! Hints: the likely cause of a check's violations, when the data shows one
 //! (1-indexed labels, a segmentation void label, a grown tokenizer, missing
-//! truncation, ...). Shown by every report format.
+//! truncation, ...). Shown by every report format. A bound's cause follows
+//! its source: ids past a vocabulary were added tokens, token types past
+//! `type_vocab_size` are segments, positions past the table want truncation,
+//! labels past `num_labels` a head of another size.
 
 use super::CheckTally;
+use crate::schema::bound::{BoundKind, kind_of};
 use crate::schema::{ColumnSpec, Rule, ValueRule};
 
 /// What a mask column's images show, most specific cause first.
@@ -117,6 +121,11 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
             if e.saw_minus_one {
                 return Some("-1 is a common missing-label sentinel (GLUE test splits ship label -1): drop those rows, or set `ignore_index: -1` if the loss ignores it".into());
             }
+            // Token labels (language modelling) are ids, never 1-indexed.
+            let (kind, key) = kind_of(&spec.bound_sources, "num_classes").unwrap_or((BoundKind::Other, None));
+            if kind == BoundKind::Vocabulary {
+                return vocabulary_hint(*n, t, "labels", key.as_deref().unwrap_or("num_classes"));
+            }
             if e.bad_max == Some(*n) && e.bad_min == Some(*n) && e.min.is_some_and(|m| m >= 1) {
                 return Some(format!(
                     "labels look 1-indexed (the smallest is {}, the largest equals num_classes {n}): subtract 1 from every label",
@@ -127,6 +136,16 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
                 && lo >= *n
                 && hi < 1 << 31
             {
+                if kind == BoundKind::Labels {
+                    return Some(format!(
+                        "labels reach {hi} but the model's head has {n} classes ({}: len(id2label)): the data has more classes than the head was built for (a num_labels or id2label from another config?); load the model with num_labels={} and its id2label, or drop or remap the extra labels",
+                        key.as_deref().unwrap_or("num_labels"),
+                        hi + 1
+                    ));
+                }
+                if kind != BoundKind::Other {
+                    return beyond_hint(kind, key.as_deref(), *n, hi, "num_classes");
+                }
                 return Some(format!(
                     "labels reach {hi} but num_classes is {n}: the head has too few classes for this data (it needs num_classes >= {})",
                     hi + 1
@@ -145,11 +164,16 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
             })
         }
         (Rule::Index, ValueRule::Index { size, .. }) => {
+            let (kind, key) = size_kind(spec);
             if e.saw_minus_100 {
                 return Some("-100 is the ignore value of labels, not a valid id: were labels copied into an id column?".into());
             }
             if e.saw_minus_one {
-                return Some("-1 is often used as a padding id, but embedding lookups reject negative ids: pad with the tokenizer's pad_token_id".into());
+                return Some(match kind {
+                    BoundKind::Vocabulary => "-1 is often used as a padding id, but embedding lookups reject negative ids: pad with the tokenizer's pad_token_id".into(),
+                    BoundKind::TokenTypes => "-1 is no token type: embedding lookups reject negative ids; pad token_type_ids with 0 (as tokenizers do)".into(),
+                    _ => "-1 is often used as padding, but embedding lookups reject negative ids: pad with 0".into(),
+                });
             }
             if e.bad_wide[1] > 0 && e.bad_max.is_some_and(|m| m >= 1 << 32) {
                 return Some(format!(
@@ -158,34 +182,18 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
                     e.bad_max.unwrap_or_default()
                 ));
             }
-            // "Just above": within what added tokens plausibly are (1% of the
-            // vocabulary, at least 1,024), but never past half a small one.
-            if let (Some(lo), Some(hi)) = (e.bad_min, e.bad_max)
-                && lo >= *size
-                && hi < size + (size / 100).max(1024).min((size / 2).max(1))
-            {
-                let ids = if lo == hi {
-                    format!("id {lo} is")
-                } else {
-                    format!("ids {lo}..={hi} are")
-                };
-                return Some(format!(
-                    "{ids} just above the size {size}: tokens were added to the tokenizer without resizing the embedding matrix (model.resize_token_embeddings(len(tokenizer)))"
-                ));
+            match kind {
+                // GPT-2 looks token types up in its word embedding.
+                BoundKind::Vocabulary if spec.name.ends_with("token_type_ids") => {
+                    let hi = e.bad_max.filter(|&h| h >= *size && h < 1 << 31)?;
+                    Some(format!(
+                        "token types reach {hi} but {} is {size}: the model looks token types up in its word embedding (as GPT-2 does), whose rows they pass; token types are segment ids (0, 1, ...), not token ids: were ids copied into token_type_ids?",
+                        key.as_deref().unwrap_or("size")
+                    ))
+                }
+                BoundKind::Vocabulary => vocabulary_hint(*size, t, "ids", "size"),
+                _ => beyond_hint(kind, key.as_deref(), *size, e.bad_max?, "size"),
             }
-            if *size <= 1 << 16 && t.violations >= 4 && e.bad_wide[0] * 2 >= t.violations {
-                return Some(format!(
-                    "{} of the {} offending ids are >= 65536 although size is {size}: pairs of uint16 ids read as one uint32 value (a uint16 file read with the wrong dtype; nanoGPT and llm.c GPT-2 shards are uint16)",
-                    e.bad_wide[0], t.violations
-                ));
-            }
-            if let Some(hi) = e.bad_max
-                && hi >= *size
-                && hi < 1 << 31
-            {
-                return Some(format!("ids reach {hi}, far above size {size}: the data was tokenized with a different tokenizer than the model's"));
-            }
-            None
         }
         (Rule::TokenizerSize, ValueRule::Index { size, .. }) => {
             let tok = spec.tokenizer_size.unwrap_or_default();
@@ -202,11 +210,18 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
             "documents longer than max_length {}: end-of-document ids missing between documents (the tokenizer job did not append them, or eod_id is not the tokenizer's)",
             spec.max_length.unwrap_or(0)
         )),
-        (Rule::MaxLength, _) => Some(format!(
-            "rows longer than max_length {}: truncation is missing (tokenizer(..., truncation=True, max_length={}))",
-            spec.max_length.unwrap_or(0),
-            spec.max_length.unwrap_or(0)
-        )),
+        (Rule::MaxLength, _) => {
+            let n = spec.max_length.unwrap_or(0);
+            Some(match kind_of(&spec.bound_sources, "max_length") {
+                Some((BoundKind::Positions, Some(key))) => format!(
+                    "rows longer than max_length {n} (the model's position limit, from {key}{}): truncation is missing (tokenizer(..., truncation=True, max_length={n})), and longer rows index past the position table",
+                    if spec.pad_id.is_some() { "; pads do not count" } else { "" }
+                ),
+                _ => format!(
+                    "rows longer than max_length {n}: truncation is missing (tokenizer(..., truncation=True, max_length={n}))"
+                ),
+            })
+        }
         (Rule::NotInteger, _) if e.saw_fraction => Some(
             "fractional values where whole numbers belong: probabilities or soft labels in a class/index column, or values corrupted by a float conversion".into(),
         ),
@@ -215,6 +230,90 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
         (Rule::PairWith, _) => Some("a mask must cover its image pixel for pixel: one of another size fails the joint crop/flip transforms or the loss's shape check (resize masks with nearest-neighbour, never bilinear); an image without a mask, or a name with several images, fails mmsegmentation's and Pytorch-UNet's loaders".into()),
         _ => None,
     }
+}
+
+/// What an `index` column's `size` counts: its source's meaning, or for a
+/// literal, the column's name (`token_type_ids`, `position_ids`; other
+/// index columns are token ids).
+fn size_kind(spec: &ColumnSpec) -> (BoundKind, Option<String>) {
+    kind_of(&spec.bound_sources, "size").unwrap_or_else(|| {
+        let kind = if spec.name.ends_with("token_type_ids") {
+            BoundKind::TokenTypes
+        } else if spec.name.ends_with("position_ids") {
+            BoundKind::Positions
+        } else {
+            BoundKind::Vocabulary
+        };
+        (kind, None)
+    })
+}
+
+/// Ids past a vocabulary: added tokens (just above), a uint16 file read as
+/// uint32, or another tokenizer (far above). `what` names the values,
+/// `bound` the schema key.
+fn vocabulary_hint(size: i128, t: &CheckTally, what: &str, bound: &str) -> Option<String> {
+    let e = &t.evidence;
+    // "Just above": within what added tokens plausibly are (1% of the
+    // vocabulary, at least 1,024), but never past half a small one.
+    if let (Some(lo), Some(hi)) = (e.bad_min, e.bad_max)
+        && lo >= size
+        && hi < size + (size / 100).max(1024).min((size / 2).max(1))
+    {
+        let (one, many) = match what {
+            "labels" => ("label", "labels"),
+            _ => ("id", "ids"),
+        };
+        let ids = if lo == hi {
+            format!("{one} {lo} is")
+        } else {
+            format!("{many} {lo}..={hi} are")
+        };
+        return Some(format!(
+            "{ids} just above the {bound} {size}: tokens were added to the tokenizer without resizing the embedding matrix (model.resize_token_embeddings(len(tokenizer)))"
+        ));
+    }
+    if size <= 1 << 16 && t.violations >= 4 && e.bad_wide[0] * 2 >= t.violations {
+        return Some(format!(
+            "{} of the {} offending ids are >= 65536 although {bound} is {size}: pairs of uint16 ids read as one uint32 value (a uint16 file read with the wrong dtype; nanoGPT and llm.c GPT-2 shards are uint16)",
+            e.bad_wide[0], t.violations
+        ));
+    }
+    if let Some(hi) = e.bad_max
+        && hi >= size
+        && hi < 1 << 31
+    {
+        return Some(format!(
+            "{what} reach {hi}, far above {bound} {size}: the data was tokenized with a different tokenizer than the model's"
+        ));
+    }
+    None
+}
+
+/// Values past a bound that is no vocabulary: the cause its source names.
+/// `key` is the config key the bound came from (`None`: a literal).
+fn beyond_hint(kind: BoundKind, key: Option<&str>, size: i128, hi: i128, bound: &str) -> Option<String> {
+    if hi < size || hi >= 1 << 31 {
+        return None;
+    }
+    let key = key.unwrap_or(bound);
+    Some(match kind {
+        BoundKind::TokenTypes if size == 1 => format!(
+            "token types reach {hi} but {key} is 1: the model has a single segment type, as RoBERTa-family checkpoints (RoBERTa, XLM-R, CamemBERT) do; pass no token_type_ids, or all zeros (a BERT-style tokenizer gives the second text of a pair type 1)"
+        ),
+        BoundKind::TokenTypes => format!(
+            "token types reach {hi} but {key} is {size}: the model has {size} segment types (BERT: 0 for the first text of a pair, 1 for the second), and more segments than that do not fit: encode at most {size} segments a row, or give the extra ones type {}",
+            size - 1
+        ),
+        BoundKind::Positions => format!(
+            "positions reach {hi} but {key} is {size}: the model's position table has {size} rows, so these rows are longer than the model takes: truncate them (tokenizer(..., truncation=True, max_length=...)) and compute position ids from the truncated rows"
+        ),
+        BoundKind::Labels => format!(
+            "values reach {hi} but the model's head has {size} classes ({key}: len(id2label)): the data has more classes than the head was built for"
+        ),
+        BoundKind::Vocabulary | BoundKind::Other => format!(
+            "values reach {hi} but {key} is {size}: the model's table for this column has {size} rows (is it the right model, and is `{key}` what this column indexes?)"
+        ),
+    })
 }
 
 /// The warning for an `index` column stored in an integer type too narrow
@@ -262,6 +361,171 @@ mod tests {
             t.violations += 1;
         }
         hint(&schema.columns[0], Rule::Index, &t)
+    }
+
+    /// The hint of `rule` on `column`, whose `key` bound came from
+    /// `source` (as `resolve` writes it; `None`: a literal), with `bad`
+    /// values.
+    fn sourced_hint(
+        column: &str,
+        spec: &str,
+        source: Option<(&str, &str)>,
+        rule: Rule,
+        bad: &[i128],
+    ) -> Option<String> {
+        let yaml = format!("columns:\n  {column}: {spec}\n");
+        let mut schema = Schema::from_yaml(&yaml, "t.yaml".as_ref()).unwrap();
+        if let Some((k, s)) = source {
+            schema.columns[0].bound_sources.push((k.to_string(), s.to_string()));
+        }
+        let mut t = CheckTally::default();
+        for &v in bad {
+            t.evidence.bad_whole(v);
+            t.violations += 1;
+        }
+        hint(&schema.columns[0], rule, &t)
+    }
+
+    #[test]
+    fn each_bound_source_gets_the_cause_that_fits_it() {
+        let index = |column: &str, size: u32, source: Option<&str>, bad: &[i128]| {
+            sourced_hint(
+                column,
+                &format!("{{kind: index, size: {size}}}"),
+                source.map(|s| ("size", s)),
+                Rule::Index,
+                bad,
+            )
+            .unwrap()
+        };
+        // Token types: from type_vocab_size, or a literal size on a
+        // `token_type_ids` column; 1 is RoBERTa's.
+        let h = index("token_type_ids", 1, Some("m/config.json: type_vocab_size"), &[1]);
+        assert!(
+            h.starts_with("token types reach 1 but type_vocab_size is 1: the model has a single segment type"),
+            "{h}"
+        );
+        let h = index("token_type_ids", 2, None, &[2]);
+        assert!(
+            h.starts_with("token types reach 2 but size is 2: the model has 2 segment types"),
+            "{h}"
+        );
+        let h = index("segments", 2, Some("m/config.json: type_vocab_size"), &[2]);
+        assert!(h.starts_with("token types reach 2 but type_vocab_size is 2"), "{h}");
+        // GPT-2's token types, bounded by vocab_size.
+        let h = index("token_type_ids", 1000, Some("g/config.json: vocab_size"), &[1000]);
+        assert!(
+            h.starts_with(
+                "token types reach 1000 but vocab_size is 1000: the model looks token types up in its word embedding"
+            ),
+            "{h}"
+        );
+        // Positions: from a position key (an offset too), or by name.
+        for (source, key) in [
+            (
+                Some("m/config.json: max_position_embeddings"),
+                "max_position_embeddings",
+            ),
+            (Some("m/config.json: n_positions - 2"), "n_positions"),
+            (None, "size"),
+        ] {
+            let h = index("position_ids", 16, source, &[16, 17]);
+            assert!(
+                h.starts_with(&format!(
+                    "positions reach 17 but {key} is 16: the model's position table has 16 rows"
+                )),
+                "{h}"
+            );
+        }
+        // Labels and another key: never the added-tokens hint.
+        let h = index("x", 3, Some("m/config.json: num_labels"), &[3]);
+        assert!(
+            h.starts_with("values reach 3 but the model's head has 3 classes (num_labels"),
+            "{h}"
+        );
+        let h = index("x", 8, Some("m/config.json: num_experts"), &[8]);
+        assert!(
+            h.starts_with("values reach 8 but num_experts is 8: the model's table for this column has 8 rows"),
+            "{h}"
+        );
+        // Vocabularies: a config key, a tokenizer file, a literal.
+        for source in [
+            Some("m/config.json: vocab_size"),
+            Some("m/tokenizer.json"),
+            Some("a: b/tokenizer.json"),
+            None,
+        ] {
+            let h = index("input_ids", 1000, source, &[1000]);
+            assert!(
+                h.starts_with("id 1000 is just above the size 1000: tokens were added"),
+                "{source:?}: {h}"
+            );
+        }
+        // Negative ids: padding advice of the column's kind.
+        let h = index("token_type_ids", 2, None, &[-1]);
+        assert!(h.contains("pad token_type_ids with 0"), "{h}");
+        let h = index("input_ids", 10, None, &[-1]);
+        assert!(h.contains("pad with the tokenizer's pad_token_id"), "{h}");
+
+        // Classes: the model's head, the vocabulary (token labels), a literal.
+        let class = |source: Option<&str>, bad: &[i128]| {
+            sourced_hint(
+                "labels",
+                "{kind: class, num_classes: 3}",
+                source.map(|s| ("num_classes", s)),
+                Rule::Class,
+                bad,
+            )
+            .unwrap()
+        };
+        let h = class(Some("m/config.json: num_labels"), &[3]);
+        assert!(
+            h.starts_with("labels reach 3 but the model's head has 3 classes (num_labels: len(id2label))"),
+            "{h}"
+        );
+        assert!(h.contains("num_labels=4"), "{h}");
+        let h = class(Some("y/data.yaml: nc"), &[3]);
+        assert!(
+            h.starts_with("labels reach 3 but num_classes is 3: the head has too few classes"),
+            "{h}"
+        );
+        let h = class(None, &[3]);
+        assert!(
+            h.starts_with("labels reach 3 but num_classes is 3: the head has too few classes"),
+            "{h}"
+        );
+        let h = sourced_hint(
+            "labels",
+            "{kind: class, num_classes: 1000}",
+            Some(("num_classes", "g/config.json: vocab_size")),
+            Rule::Class,
+            &[1000, 1001],
+        )
+        .unwrap();
+        assert!(
+            h.starts_with("labels 1000..=1001 are just above the vocab_size 1000: tokens were added"),
+            "{h}"
+        );
+
+        // Lengths: a position key says so; a literal keeps the plain hint.
+        let len = |source: Option<&str>, pad: &str| {
+            sourced_hint(
+                "input_ids",
+                &format!("{{kind: index, size: 10, max_length: 16{pad}}}"),
+                source.map(|s| ("max_length", s)),
+                Rule::MaxLength,
+                &[0],
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            len(Some("r/config.json: max_position_embeddings - 2"), ", pad_id: 1"),
+            "rows longer than max_length 16 (the model's position limit, from max_position_embeddings; pads do not count): truncation is missing (tokenizer(..., truncation=True, max_length=16)), and longer rows index past the position table"
+        );
+        assert_eq!(
+            len(None, ""),
+            "rows longer than max_length 16: truncation is missing (tokenizer(..., truncation=True, max_length=16))"
+        );
     }
 
     #[test]

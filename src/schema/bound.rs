@@ -117,6 +117,62 @@ fn resolve_ref(r: &Reference, base: &Path, key_path: &str, schema: &Path) -> Res
     })
 }
 
+/// What a bound counts, as its source says: hints name the cause that fits
+/// it (added tokens for a vocabulary, segments for token types, truncation
+/// for positions, the head for labels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundKind {
+    /// Embedding rows of token ids (`vocab_size`, a tokenizer, a vocab file).
+    Vocabulary,
+    /// Segment types (`type_vocab_size`).
+    TokenTypes,
+    /// The position table (`max_position_embeddings`, `n_positions`, ...).
+    Positions,
+    /// The classes of a model's head (`num_labels`, len(id2label)).
+    Labels,
+    /// Another count read from a file (a config key of another meaning,
+    /// `nc` of a YOLO dataset, a class-names file).
+    Other,
+}
+
+/// The config key of a source as [`resolve`] writes it (`FILE: KEY`, with
+/// ` + N`/` - N` for an offset); `None` for a source that is a file alone
+/// (a tokenizer, a vocab or class-names file).
+pub fn source_key(source: &str) -> Option<&str> {
+    let (_, rest) = source.rsplit_once(": ")?;
+    let key = rest.split(' ').next()?;
+    let plain = !key.is_empty()
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && !key.starts_with('.');
+    plain.then_some(key)
+}
+
+/// What the bound of `key` (a schema key: `size`, `num_classes`, ...)
+/// counts, from the column's `bound_sources`; `None` for a literal.
+pub fn kind_of(sources: &[(String, String)], key: &str) -> Option<(BoundKind, Option<String>)> {
+    let (_, source) = sources.iter().find(|(k, _)| k == key)?;
+    let Some(cfg) = source_key(source) else {
+        // A tokenizer or vocab file counts ids; a class-names file, classes.
+        let kind = if key == "size" || key == "tokenizer_size" {
+            BoundKind::Vocabulary
+        } else {
+            BoundKind::Other
+        };
+        return Some((kind, None));
+    };
+    let last = cfg.rsplit('.').next().unwrap_or(cfg);
+    let kind = match last {
+        "vocab_size" | "n_vocab" | "padded_vocab_size" => BoundKind::Vocabulary,
+        "type_vocab_size" => BoundKind::TokenTypes,
+        "max_position_embeddings" | "n_positions" | "n_ctx" | "max_source_positions" | "max_target_positions" => {
+            BoundKind::Positions
+        }
+        "num_labels" => BoundKind::Labels,
+        _ => BoundKind::Other,
+    };
+    Some((kind, Some(cfg.to_string())))
+}
+
 /// Reads a class-names file: one name a line, blank lines skipped.
 pub(crate) fn class_names(file: &Path) -> Result<Vec<String>, Error> {
     let text = read_text(file, "class_names")?;
@@ -362,5 +418,34 @@ fn yolo_classes(file: &Path) -> Result<i128, Error> {
         (Some(Count(n, _)), _) => Ok(n as i128),
         (None, Some(nc)) => Ok(nc),
         (None, None) => Err(err("neither `nc` nor `names`: ultralytics needs one of them".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_names_its_config_key_and_kind() {
+        assert_eq!(source_key("m/config.json: vocab_size"), Some("vocab_size"));
+        assert_eq!(
+            source_key("m/config.json: max_position_embeddings - 2"),
+            Some("max_position_embeddings")
+        );
+        assert_eq!(
+            source_key("a: b/config.json: text_config.vocab_size + 1"),
+            Some("text_config.vocab_size")
+        );
+        assert_eq!(source_key("m/tokenizer.json"), None);
+        assert_eq!(source_key("a: b/tokenizer.json"), None);
+        let kind = |s: &str, key: &str| kind_of(&[(key.to_string(), s.to_string())], key).map(|k| k.0);
+        assert_eq!(kind("c: type_vocab_size", "size"), Some(BoundKind::TokenTypes));
+        assert_eq!(kind("c: text_config.vocab_size", "size"), Some(BoundKind::Vocabulary));
+        assert_eq!(kind("c: n_positions", "max_length"), Some(BoundKind::Positions));
+        assert_eq!(kind("c: num_labels", "num_classes"), Some(BoundKind::Labels));
+        assert_eq!(kind("d.yaml: nc", "num_classes"), Some(BoundKind::Other));
+        assert_eq!(kind("t/tokenizer.json", "size"), Some(BoundKind::Vocabulary));
+        assert_eq!(kind("names.txt", "num_classes"), Some(BoundKind::Other));
+        assert_eq!(kind_of(&[], "size"), None);
     }
 }

@@ -636,6 +636,126 @@ pq.write_table(pa.table({'ids': pa.array([[1, 30522], [30523, 2, 3, 4, 5]], pa.l
     assert!(check(&r, "label", "class")["hint"].as_str().unwrap().contains("-1"));
 }
 
+// Each tabular hint, on a column planted to draw it: the rows reported and
+// the cause named (token types and positions get theirs, not added tokens).
+#[test]
+fn every_tabular_hint_on_data_that_triggers_it() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        r#"columns:
+  ids_minus_100: {kind: index, size: 10}
+  ids_minus_1: {kind: index, size: 10}
+  token_type_ids: {kind: index, size: 2}
+  position_ids: {kind: index, size: 4}
+  far: {kind: index, size: 1000}
+  sentinel: {kind: class, num_classes: 3}
+  ignores: {kind: class, num_classes: 3, ignore_index: -1}
+  one_indexed: {kind: class, num_classes: 3}
+  frac: {kind: class, num_classes: 3}
+  nan: {kind: class, num_classes: 3}
+  nulls: {kind: class, num_classes: 3}
+"#,
+    );
+    env.python(
+        r#"
+L = pa.list_(pa.int64())
+pq.write_table(pa.table({
+    'ids_minus_100': pa.array([[1, 2], [-100, 3], [4], [5]], L),
+    'ids_minus_1': pa.array([[1], [2], [-1], [3]], L),
+    'token_type_ids': pa.array([[0, 1], [0, 0], [0], [-1]], L),
+    'position_ids': pa.array([[0, 1, 2, 3, 4], [0], [0], [0]], L),
+    'far': pa.array([[1], [5000], [2], [3]], L),
+    'sentinel': pa.array([0, 1, -1, 2], pa.int64()),
+    'ignores': pa.array([0, -100, 1, 2], pa.int64()),
+    'one_indexed': pa.array([1, 2, 3, 3], pa.int64()),
+    'frac': pa.array([0.0, 0.5, 1.0, 2.0], pa.float64()),
+    'nan': pa.array([0.0, 1.0, float('nan'), 2.0], pa.float64()),
+    'nulls': pa.array([0, None, 1, 2], pa.int64()),
+}), 'h.parquet')
+"#,
+    );
+    let r = env.check_json(&["-s", "s.yaml", "h.parquet"], 1);
+    for (column, rule, rows, hint) in [
+        (
+            "ids_minus_100",
+            "index",
+            vec![1],
+            "-100 is the ignore value of labels, not a valid id",
+        ),
+        (
+            "ids_minus_1",
+            "index",
+            vec![2],
+            "-1 is often used as a padding id, but embedding lookups reject negative ids: pad with the tokenizer's pad_token_id",
+        ),
+        (
+            "token_type_ids",
+            "index",
+            vec![3],
+            "-1 is no token type: embedding lookups reject negative ids; pad token_type_ids with 0",
+        ),
+        (
+            "position_ids",
+            "index",
+            vec![0],
+            "positions reach 4 but size is 4: the model's position table has 4 rows",
+        ),
+        (
+            "far",
+            "index",
+            vec![1],
+            "ids reach 5000, far above size 1000: the data was tokenized with a different tokenizer",
+        ),
+        ("sentinel", "class", vec![2], "-1 is a common missing-label sentinel"),
+        (
+            "ignores",
+            "class",
+            vec![1],
+            "-100 is torch's default ignore_index, but this schema ignores -1",
+        ),
+        (
+            "one_indexed",
+            "class",
+            vec![2, 3],
+            "labels look 1-indexed (the smallest is 1, the largest equals num_classes 3)",
+        ),
+        (
+            "frac",
+            "not_integer",
+            vec![1],
+            "fractional values where whole numbers belong",
+        ),
+        (
+            "nan",
+            "not_integer",
+            vec![2],
+            "non-numbers (NaN, infinities or text) where whole numbers belong",
+        ),
+        (
+            "nulls",
+            "null",
+            vec![1],
+            "missing values in a column without `nullable: true`",
+        ),
+    ] {
+        assert_eq!(crate::util::rows(&r, column, rule), rows, "{column}/{rule}");
+        assert_eq!(check(&r, column, rule)["violations"], rows.len(), "{column}/{rule}");
+        let h = check(&r, column, rule)["hint"].as_str().unwrap_or("");
+        assert!(
+            h.starts_with(hint),
+            "{column}/{rule}: {h:?} does not start with {hint:?}"
+        );
+        assert!(!h.contains("resize_token_embeddings"), "{column}/{rule}: {h}");
+    }
+    // The checks without violations have no hint.
+    for c in r["checks"].as_array().unwrap() {
+        if c["violations"] == 0 {
+            assert!(c["hint"].is_null(), "{c:#}");
+        }
+    }
+}
+
 #[test]
 fn statistics_shortcut_agrees_with_full_scan_on_every_layout() {
     let env = Env::new();

