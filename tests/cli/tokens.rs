@@ -549,6 +549,34 @@ assert (np.fromfile("gpt2_u16.bin", np.uint16)[512:][[17, 4321]] == [4464, 62719
         assert_eq!(check(&r, "tokens", "index")["violations"], 0);
         assert_eq!(r["rows"], 4 * 5000 + 50);
     }
+    // The same report for any thread count, and merged from partials.
+    let run = |extra: &[&str]| {
+        let mut args = vec!["check", "--format", "json", "-s", "s.yaml"];
+        args.extend_from_slice(&files);
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let one = run(&["--jobs", "1"]);
+    assert_eq!(one.stdout, run(&["--jobs", "3"]).stdout);
+    for (i, f) in files.iter().enumerate() {
+        let part = env.run(&["check", "--format", "json", "--partial", "-s", "s.yaml", f]);
+        assert_eq!(part.code, 2);
+        env.write(&format!("p{i}.json"), &part.stdout);
+    }
+    let merged = env.run(&[
+        "merge", "--format", "json", "p3.json", "p0.json", "p4.json", "p2.json", "p1.json",
+    ]);
+    assert_eq!((merged.code, merged.stdout), (2, one.stdout));
+    // An Arrow stream on stdin is judged on its batches' type.
+    env.python(
+        "t = pa.table({'tokens': pa.array([1, 2, 3], pa.uint16())})\n\
+         with pa.ipc.new_stream('s.arrows', t.schema) as w: w.write_table(t)",
+    );
+    let stream = std::fs::read(env.path("s.arrows")).expect("stream");
+    let (code, out, _) = env.run_piped(&["check", "--format", "json", "-s", "s.yaml", "-"], &stream);
+    assert_eq!(code, 2);
+    let r: Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(errors(&r), [("<stdin>".to_string(), u16.clone())]);
     // Row-group statistics prove these int16 values below 40000, so the
     // file is never decoded: its type is still judged.
     env.write("i16.yaml", "columns:\n  tokens: {kind: index, size: 40000}\n");
