@@ -349,9 +349,16 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
     let mut projection = Vec::new();
     let mut positions = Vec::new();
     let mut errors = Vec::new();
-    for spec in &validator.schema().columns {
+    for (ci, spec) in validator.schema().columns.iter().enumerate() {
         match names.iter().position(|n| *n == spec.name) {
             Some(i) => {
+                if let Some(message) = source.stored_type(i).and_then(|t| validator.too_narrow(ci, &t)) {
+                    errors.push(Error::ColumnType {
+                        path: file.display.clone(),
+                        column: spec.name.clone(),
+                        message,
+                    });
+                }
                 positions.push(Some(projection.len()));
                 projection.push(i);
             }
@@ -501,7 +508,16 @@ fn check_unit(
             for (ci, pos) in positions.iter().enumerate() {
                 as_shape[ci] = shaped[ci] || pos.is_some_and(|i| p.get(i) == Some(&true));
             }
-            for e in validator.check_columns_shaped(&columns, &as_shape, rows, fi, batch.first_row, &mut tally) {
+            let mut type_errors = validator.stored_type_errors(&columns);
+            type_errors.extend(validator.check_columns_shaped(
+                &columns,
+                &as_shape,
+                rows,
+                fi,
+                batch.first_row,
+                &mut tally,
+            ));
+            for e in type_errors {
                 let err = Error::ColumnType {
                     path: file.display.clone(),
                     column: e.column,

@@ -7,9 +7,10 @@
 //! trained and a model fed them learns from noise. They are counted under
 //! their own rule, apart from the ids >= P that the `index` rule counts.
 //!
-//! Also here: the capacity of a column's integer type, so that a report
-//! can warn when the stored type cannot hold the largest id (ids wrapped
-//! when the data was written, e.g. a uint16 cast of a 128K vocabulary).
+//! Also here: the range of the type a column is stored in. A type that
+//! cannot hold the largest valid id is that file's error, whatever its
+//! values: ids past the type wrapped when the data was written (a uint16
+//! cast of a 128K vocabulary) and now look valid.
 
 use arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
 use arrow::datatypes::{
@@ -19,6 +20,7 @@ use arrow::datatypes::{
 
 use super::{ColumnCheck, Place};
 use crate::report::{Spot, Tally, Value};
+use crate::schema::{ColumnSpec, ValueRule};
 
 /// Counts the values of `array` in [lo, hi) into check `slot`: a column
 /// of numbers, or a list (list, large list, fixed-size list) of them, whose
@@ -249,20 +251,132 @@ fn hit(e: usize, offs: &[usize], listed: bool, value: Value, slot: usize, at: Pl
     tally.hit(slot, at.file, spot, || value);
 }
 
-/// The largest value an integer column's (or its lists' leaf) type holds;
-/// `None` for other types.
-pub(crate) fn capacity(t: &DataType) -> Option<i128> {
+/// The largest whole number up to which `t` (or its lists' leaf type)
+/// holds every whole number, and the type's NumPy name; `None` for types
+/// that hold no numbers. Floats hold every integer up to 2^(mantissa + 1).
+pub(crate) fn stored_limit(t: &DataType) -> Option<(i128, &'static str)> {
     Some(match t {
-        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => return capacity(f.data_type()),
-        DataType::Dictionary(_, v) => return capacity(v),
-        DataType::Int8 => i8::MAX.into(),
-        DataType::Int16 => i16::MAX.into(),
-        DataType::Int32 => i32::MAX.into(),
-        DataType::Int64 => i64::MAX.into(),
-        DataType::UInt8 => u8::MAX.into(),
-        DataType::UInt16 => u16::MAX.into(),
-        DataType::UInt32 => u32::MAX.into(),
-        DataType::UInt64 => u64::MAX.into(),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            return stored_limit(f.data_type());
+        }
+        DataType::Dictionary(_, v) => return stored_limit(v),
+        DataType::Int8 => (i8::MAX.into(), "int8"),
+        DataType::Int16 => (i16::MAX.into(), "int16"),
+        DataType::Int32 => (i32::MAX.into(), "int32"),
+        DataType::Int64 => (i64::MAX.into(), "int64"),
+        DataType::UInt8 => (u8::MAX.into(), "uint8"),
+        DataType::UInt16 => (u16::MAX.into(), "uint16"),
+        DataType::UInt32 => (u32::MAX.into(), "uint32"),
+        DataType::UInt64 => (u64::MAX.into(), "uint64"),
+        DataType::Float16 => (1 << 11, "float16"),
+        DataType::Float32 => (1 << 24, "float32"),
+        DataType::Float64 => (1 << 53, "float64"),
         _ => return None,
     })
+}
+
+/// `n` with thousands separators: 65,536.
+fn grouped(n: i128) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+/// The error of a `class` or `index` column stored in a type that cannot
+/// hold its largest valid value (`num_classes` − 1; `tokenizer_size` − 1,
+/// else `size` − 1): the larger values were wrapped, clipped or rounded
+/// when the data was written, and now look valid. `t` is the type the file
+/// stores (not a wider one a reader cast it to). Image masks are exempt:
+/// their bit depth is each file's own (their 16-bit hint covers them).
+pub(crate) fn too_narrow(spec: &ColumnSpec, t: &DataType) -> Option<String> {
+    if spec.pixels.is_some() || spec.name == crate::source::formats::image::PIXELS {
+        return None;
+    }
+    let (top, what, ids) = match (&spec.values, spec.tokenizer_size) {
+        (ValueRule::Index { .. }, Some(t)) => (t - 1, format!("tokenizer_size {t}"), true),
+        (ValueRule::Index { size, .. }, None) => (size - 1, format!("size {size}"), true),
+        (ValueRule::Class { num_classes, .. }, _) => (num_classes - 1, format!("num_classes {num_classes}"), false),
+        _ => return None,
+    };
+    let (limit, name) = stored_limit(t)?;
+    if top <= limit {
+        return None;
+    }
+    let float = matches!(name, "float16" | "float32" | "float64");
+    let (noun, larger, written, fix) = if ids {
+        ("id", "the tokenizer's larger ids", "the shards were", "re-tokenize")
+    } else {
+        ("label", "the larger labels", "the data was", "rewrite the labels")
+    };
+    Some(if float {
+        format!(
+            "stored as {name}, which cannot hold {noun} {top} ({what}) exactly: {noun}s above {} cannot all be stored exactly in {name}, so {larger} were rounded when {written} written; {fix} with an integer dtype",
+            grouped(limit)
+        )
+    } else {
+        format!(
+            "stored as {name}, which cannot hold {noun} {top} ({what}): {noun}s ≥ {} cannot be stored in {name}, so {larger} were wrapped or clipped when {written} written; {fix} with a wider dtype",
+            grouped(limit + 1)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Schema;
+
+    fn narrow(column: &str, t: DataType) -> Option<String> {
+        let yaml = format!("columns:\n  c: {column}\n");
+        let schema = Schema::from_yaml(&yaml, "t.yaml".as_ref()).unwrap();
+        too_narrow(&schema.columns[0], &t)
+    }
+
+    #[test]
+    fn a_type_holds_a_bound_exactly_up_to_its_range() {
+        // uint16 holds ids 0..=65535: a size of 65536 fits, 65537 does not.
+        assert_eq!(narrow("{kind: index, size: 65536}", DataType::UInt16), None);
+        assert_eq!(
+            narrow("{kind: index, size: 65537}", DataType::UInt16).unwrap(),
+            "stored as uint16, which cannot hold id 65536 (size 65537): ids ≥ 65,536 cannot be stored in uint16, so the tokenizer's larger ids were wrapped or clipped when the shards were written; re-tokenize with a wider dtype"
+        );
+        // Signed types hold half: int16 to 32767, int32 to 2^31 - 1.
+        assert_eq!(narrow("{kind: index, size: 32768}", DataType::Int16), None);
+        assert!(narrow("{kind: index, size: 32769}", DataType::Int16).is_some());
+        assert_eq!(narrow("{kind: index, size: 2147483648}", DataType::Int32), None);
+        assert!(narrow("{kind: index, size: 2147483649}", DataType::Int32).is_some());
+        assert_eq!(narrow("{kind: class, num_classes: 128}", DataType::Int8), None);
+        assert_eq!(
+            narrow("{kind: class, num_classes: 129}", DataType::Int8).unwrap(),
+            "stored as int8, which cannot hold label 128 (num_classes 129): labels ≥ 128 cannot be stored in int8, so the larger labels were wrapped or clipped when the data was written; rewrite the labels with a wider dtype"
+        );
+        assert_eq!(narrow("{kind: class, num_classes: 256}", DataType::UInt8), None);
+        assert!(narrow("{kind: class, num_classes: 257}", DataType::UInt8).is_some());
+        // A list's leaf type is what counts; the tokenizer's size, when set.
+        let list = DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new(
+            "item",
+            DataType::UInt16,
+            true,
+        )));
+        assert!(narrow("{kind: index, size: 128256}", list.clone()).is_some());
+        assert_eq!(narrow("{kind: index, size: 65664, tokenizer_size: 65536}", list), None);
+        // float16 holds every whole number up to 2048, float32 up to 2^24.
+        assert_eq!(narrow("{kind: index, size: 2049}", DataType::Float16), None);
+        assert_eq!(
+            narrow("{kind: index, size: 2050}", DataType::Float16).unwrap(),
+            "stored as float16, which cannot hold id 2049 (size 2050) exactly: ids above 2,048 cannot all be stored exactly in float16, so the tokenizer's larger ids were rounded when the shards were written; re-tokenize with an integer dtype"
+        );
+        assert_eq!(narrow("{kind: index, size: 16777217}", DataType::Float32), None);
+        assert!(narrow("{kind: index, size: 16777218}", DataType::Float32).is_some());
+        // Wide types, other kinds and texts never.
+        assert_eq!(narrow("{kind: index, size: 128256}", DataType::UInt32), None);
+        assert_eq!(narrow("{kind: range, min: 0, max: 100000}", DataType::UInt8), None);
+        assert_eq!(narrow("{kind: index, size: 128256}", DataType::Utf8), None);
+    }
 }

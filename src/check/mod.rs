@@ -311,6 +311,30 @@ impl Validator {
         &self.columns[ci]
     }
 
+    /// Why schema column `ci` cannot be stored in `t` (the type a file
+    /// declares for it), if it cannot: see `band::too_narrow`.
+    pub(crate) fn too_narrow(&self, ci: usize, t: &DataType) -> Option<String> {
+        band::too_narrow(&self.columns[ci].spec, t)
+    }
+
+    /// The columns of a batch as a reader stored them (schema order, as
+    /// [`Validator::check_columns`] takes them) whose type cannot hold
+    /// their bound; also a batch a reader proved (its shape keeps the
+    /// stored type). Decoded images are not stored columns: leave them out.
+    pub(crate) fn stored_type_errors(&self, columns: &[Option<ArrayRef>]) -> Vec<TypeError> {
+        self.columns
+            .iter()
+            .zip(columns)
+            .filter_map(|(col, a)| {
+                let message = band::too_narrow(&col.spec, a.as_ref()?.data_type())?;
+                Some(TypeError {
+                    column: col.spec.name.clone(),
+                    message,
+                })
+            })
+            .collect()
+    }
+
     /// Examples kept per check.
     pub fn max_examples(&self) -> usize {
         self.max_examples
@@ -372,14 +396,6 @@ impl Validator {
                 && let Some(slot) = col.slots.tokenizer_size
             {
                 band::check_band(col, array.as_ref(), slot, at, tally);
-            }
-            // The stored type, also of a batch a reader proved (a shape read
-            // for statistics holds nulls: no capacity).
-            if result.is_ok()
-                && let ValueRule::Index { .. } = col.spec.values
-                && let Some(cap) = band::capacity(array.data_type())
-            {
-                tally.checks[col.slots.value].evidence.stored_in(cap);
             }
             if let (Ok(()), Some(eod)) = (&result, col.spec.eod_id) {
                 result = match tally.docs.take() {
@@ -479,7 +495,9 @@ impl Validator {
                 source: crate::source::ReadError::new(message).at(format!("row {row}")),
             }));
         }
-        for e in self.check_columns(&cols, batch.num_rows(), 0, first_row, &mut partial.tally) {
+        let mut errors = self.stored_type_errors(&cols);
+        errors.extend(self.check_columns(&cols, batch.num_rows(), 0, first_row, &mut partial.tally));
+        for e in errors {
             partial.errors.push(ErrorEntry::from(&crate::Error::ColumnType {
                 path: file.to_string(),
                 column: e.column,

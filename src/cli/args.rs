@@ -47,6 +47,10 @@ pub enum Command {
         /// Keep the merged partial in the JSON report, to merge it further
         #[arg(long)]
         partial: bool,
+        /// Every warning (about the schema, the model or the data) is an
+        /// error: exit 2
+        #[arg(long)]
+        strict: bool,
     },
     /// List the units of work of a check as JSON (each file, and each row
     /// group or record batch of files of at least --split-bytes), for an
@@ -143,6 +147,11 @@ pub struct CheckArgs {
     /// check are unchanged (see README, "Repeated gates")
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
+
+    /// Every warning (about the schema, the model or the data) is an
+    /// error: exit 2
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -72,13 +72,11 @@ pub fn run(a: CheckArgs) -> u8 {
         eprintln!("preflight: interrupted");
         return INTERRUPTED;
     }
+    let report = if a.strict { report.strict() } else { report };
     let text = render(&report, a.format, mergeable, Some(started.elapsed()));
-    // Machine formats on stdout: errors also go to stderr, for whoever watches.
-    if a.format != Format::Human && !passing {
-        for e in &report.errors {
-            let file = e.file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default();
-            eprintln!("preflight: {file}{}", e.message);
-        }
+    // Machine formats on stdout: errors and warnings also go to stderr.
+    if !passing {
+        super::machine_stderr(&report, a.format);
     }
     // With pass-through, stdout carries the data, so the report goes to
     // stderr. A closed pipe ends the output, never the outcome.

@@ -9,7 +9,7 @@ use super::args::Format;
 use super::render;
 
 /// `preflight merge`: partial reports into the report of the whole.
-pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> u8 {
+pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool, strict: bool) -> u8 {
     let mut docs = Vec::with_capacity(paths.len());
     for path in paths {
         let shown = path.display().to_string();
@@ -32,7 +32,11 @@ pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool) -> 
         Err(message) => return merge_failed(message, format),
     };
     let state = keep_partial.then(|| partial.to_json(&validator));
-    let report = partial.report(&validator);
+    let mut report = partial.report(&validator);
+    if strict {
+        report = report.strict();
+    }
+    super::machine_stderr(&report, format);
     let _ = std::io::stdout()
         .lock()
         .write_all(render(&report, format, state, None).as_bytes());

@@ -67,7 +67,8 @@ fn run(command: Command) -> u8 {
             reports,
             format,
             partial,
-        } => merge::run(&reports, format, partial),
+            strict,
+        } => merge::run(&reports, format, partial, strict),
         Command::Plan {
             schema,
             paths,
@@ -81,6 +82,20 @@ fn run(command: Command) -> u8 {
             jobs,
             format,
         } => filter::run(schema, paths, &out, jobs, format),
+    }
+}
+
+/// With a machine format on stdout, its errors and warnings also go to
+/// stderr, for whoever watches.
+fn machine_stderr(report: &Report, format: Format) {
+    if format != Format::Human {
+        for e in &report.errors {
+            let file = e.file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default();
+            eprintln!("preflight: {file}{}", e.message);
+        }
+        for w in &report.warnings {
+            eprintln!("preflight: warning: {w}");
+        }
     }
 }
 

@@ -316,37 +316,6 @@ fn beyond_hint(kind: BoundKind, key: Option<&str>, size: i128, hi: i128, bound: 
     })
 }
 
-/// The warning for an `index` column stored in an integer type too narrow
-/// for its vocabulary: ids past the type's range wrapped (silently, in
-/// NumPy's cast) when the data was written, so they look valid.
-pub fn capacity_warning(spec: &ColumnSpec, rule: Rule, e: &super::Evidence) -> Option<String> {
-    let (Rule::Index, ValueRule::Index { size, .. }) = (rule, &spec.values) else {
-        return None;
-    };
-    let cap = e.capacity?;
-    let (vocab, what) = match spec.tokenizer_size {
-        Some(t) => (t, "tokenizer_size"),
-        None => (*size, "size"),
-    };
-    if vocab - 1 <= cap {
-        return None;
-    }
-    let name = match cap {
-        127 => "int8",
-        255 => "uint8",
-        32767 => "int16",
-        65535 => "uint16",
-        2147483647 => "int32",
-        4294967295 => "uint32",
-        _ => "an integer type",
-    };
-    Some(format!(
-        "column `{}`: ids are stored as {name} (at most {cap}), which cannot hold id {} of the {vocab}-id vocabulary ({what}): ids past {cap} wrapped when the data was written and now look valid; store them as int32 or uint32",
-        spec.name,
-        vocab - 1
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

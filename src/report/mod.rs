@@ -146,9 +146,6 @@ pub struct Evidence {
     /// Offending whole numbers >= 2^16 (a uint16 file read as uint32 gives
     /// mostly these) and >= 2^32 (int32 data read as int64).
     pub bad_wide: [u64; 2],
-    /// The largest value the narrowest integer type the column was stored
-    /// in can hold (uint16: 65535), for the dtype-capacity warning.
-    pub capacity: Option<i128>,
     /// What decoded images showed (pixel columns only).
     pub pixels: PixelEvidence,
 }
@@ -264,11 +261,6 @@ impl Evidence {
         }
     }
 
-    /// Notes that values were stored in a type holding at most `max`.
-    pub fn stored_in(&mut self, max: i128) {
-        self.capacity = Some(self.capacity.map_or(max, |c| c.min(max)));
-    }
-
     /// Notes the smallest whole number of some checked values.
     pub fn seen_min(&mut self, v: i128) {
         self.min = Some(self.min.map_or(v, |m| m.min(v)));
@@ -291,7 +283,6 @@ impl Evidence {
         self.saw_fraction |= o.saw_fraction;
         self.bad_wide[0] += o.bad_wide[0];
         self.bad_wide[1] += o.bad_wide[1];
-        self.capacity = pick(self.capacity, o.capacity, i128::min);
         self.pixels.merge(&o.pixels);
     }
 }
@@ -529,6 +520,19 @@ impl Report {
         self.outcome() == Outcome::Clean
     }
 
+    /// The report under `--strict`: every warning (about the schema, the
+    /// model or the data) becomes an error, after the others, so the run
+    /// exits 2.
+    pub fn strict(mut self) -> Report {
+        let warnings = std::mem::take(&mut self.warnings);
+        self.errors.extend(warnings.into_iter().map(|w| ErrorEntry {
+            file: None,
+            message: format!("--strict: {w}"),
+            unit: 0,
+        }));
+        self
+    }
+
     /// A report holding only errors (e.g. the schema itself is invalid).
     pub fn failed(errors: Vec<ErrorEntry>) -> Report {
         Report {
@@ -550,9 +554,6 @@ impl Report {
         mut warnings: Vec<String>,
     ) -> Report {
         for (&(col, rule), t) in plan.iter().zip(&tally.checks) {
-            if let Some(w) = hint::capacity_warning(&schema.columns[col], rule, &t.evidence) {
-                warnings.push(w);
-            }
             if let Some(w) = hint::pixel_warning(&schema.columns[col], rule, &t.evidence) {
                 warnings.push(w);
             }

@@ -404,7 +404,6 @@ fn evidence_json(e: &Evidence) -> J {
         "min": int(e.min),
         "saw": [e.saw_minus_one, e.saw_minus_100, e.saw_255, e.saw_fraction],
         "bad_wide": e.bad_wide,
-        "capacity": int(e.capacity),
     });
     if e.pixels != PixelEvidence::default() {
         let p = &e.pixels;
@@ -465,7 +464,6 @@ fn evidence_from(v: &J) -> Result<Evidence, String> {
             J::Null => [0, 0],
             w => serde_json::from_value(w.clone()).map_err(|e| format!("evidence bad_wide: {e}"))?,
         },
-        capacity: int("capacity")?,
         pixels: pixels_from(&v["pixels"])?,
     })
 }

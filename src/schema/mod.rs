@@ -852,6 +852,20 @@ fn validate_column(
             })
         }
     };
+    // An ignored value that is also a class: the loss skips every sample
+    // of that class, so it is never learnt.
+    if let ValueRule::Class {
+        num_classes: n,
+        ignore_index: Some(ig),
+    } = values
+        && (0..n).contains(&ig)
+    {
+        warnings.push(format!(
+            "columns.{name}.ignore_index: {ig} is also class {ig} of the {n} classes (0..={}): the loss skips every sample of that class, so it is never learnt; use a value outside 0..={} (torch's default is -100)",
+            n - 1,
+            n - 1
+        ));
+    }
     Ok(ColumnSpec {
         coco_mapping,
         name: name.to_string(),

@@ -110,6 +110,16 @@ pub trait Source: Send + Sync {
         None
     }
 
+    /// The type column `column` is stored in, as the file declares it (its
+    /// header, its schema), when known once opened: for the rule that the
+    /// stored type must hold the column's bound, judged on the file's own
+    /// type even where a reader widens the values (NumPy's float16) or
+    /// statistics spare reading them. `None`: the batches' type is the
+    /// stored type.
+    fn stored_type(&self, _column: usize) -> Option<arrow::datatypes::DataType> {
+        None
+    }
+
     /// What the reader noticed about the file that does not stop its check
     /// but should reach the user as a warning (a lossy JPEG mask, a label
     /// file a loader would drop): asked once the file's units are read, so a

@@ -982,3 +982,94 @@ feather.write_feather(pa.table({'m': lists}), 'f.feather', compression='uncompre
         "{r}"
     );
 }
+
+#[test]
+fn an_ignore_index_that_is_a_class_warns_and_strict_makes_every_warning_an_error() {
+    let env = Env::new();
+    env.python("pq.write_table(pa.table({'label': pa.array([0, 1, 2, 3], pa.int64())}), 'a.parquet')");
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 4, ignore_index: 3}\n",
+    );
+    let w = "columns.label.ignore_index: 3 is also class 3 of the 4 classes (0..=3): the loss skips every sample of that class, so it is never learnt; use a value outside 0..=3 (torch's default is -100)";
+    // A warning: in the report, on stderr beside a machine format, and
+    // from `preflight schema`; the outcome is the data's.
+    let run = env.run(&["check", "--format", "json", "-s", "s.yaml", "a.parquet"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = run.json();
+    assert_eq!(r["warnings"], serde_json::json!([w]));
+    assert_eq!(r["ok"], true);
+    assert_eq!(run.stderr, format!("preflight: warning: {w}\n"));
+    let human = env.run(&["check", "-s", "s.yaml", "a.parquet"]);
+    assert_eq!(human.code, 0);
+    assert!(human.stdout.contains(&format!("warning: {w}\n")), "{}", human.stdout);
+    let schema = env.run(&["schema", "s.yaml"]);
+    assert_eq!((schema.code, schema.stderr), (0, format!("warning: {w}\n")));
+    // --strict: the warning is an error, exit 2, in every format.
+    let r = env.check_json(&["-s", "s.yaml", "a.parquet", "--strict"], 2);
+    assert_eq!(r["errors"], serde_json::json!([{"message": format!("--strict: {w}")}]));
+    assert_eq!((r["ok"].clone(), r.get("warnings")), (serde_json::json!(false), None));
+    let human = env.run(&["check", "-s", "s.yaml", "a.parquet", "--strict"]);
+    assert_eq!(human.code, 2);
+    assert!(
+        human.stdout.contains(&format!("error: --strict: {w}\n")),
+        "{}",
+        human.stdout
+    );
+    for format in ["github", "junit"] {
+        let out = env.run(&["check", "-s", "s.yaml", "a.parquet", "--strict", "--format", format]);
+        assert_eq!(out.code, 2, "{format}");
+        assert!(
+            out.stdout
+                .contains("--strict: columns.label.ignore_index: 3 is also class 3"),
+            "{format}: {}",
+            out.stdout
+        );
+    }
+    // The edges: 0 is a class; num_classes, -100, 255 and none are not.
+    env.write(
+        "z.yaml",
+        "columns:\n  label: {kind: class, num_classes: 4, ignore_index: 0}\n",
+    );
+    let r = env.check_json(&["-s", "z.yaml", "a.parquet"], 0);
+    assert_eq!(
+        r["warnings"][0].as_str().expect("warning"),
+        "columns.label.ignore_index: 0 is also class 0 of the 4 classes (0..=3): the loss skips every sample of that class, so it is never learnt; use a value outside 0..=3 (torch's default is -100)"
+    );
+    for ig in ["4", "-100", "255", "null", "-1"] {
+        env.write(
+            "o.yaml",
+            &format!("columns:\n  label: {{kind: class, num_classes: 4, ignore_index: {ig}}}\n"),
+        );
+        let r = env.check_json(&["-s", "o.yaml", "a.parquet", "--strict"], 0);
+        assert_eq!(r.get("warnings"), None, "{ig}");
+        assert_eq!(r["errors"], serde_json::json!([]), "{ig}");
+    }
+    // A warning about the data (a reader's note) is an error too.
+    let empty = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tokens/megatron/empty.bin")
+        .display()
+        .to_string();
+    env.write("t.yaml", "columns:\n  tokens: {kind: index, size: 1000}\n");
+    let r = env.check_json(&["-s", "t.yaml", &empty], 0);
+    let note = r["warnings"][0].as_str().expect("note").to_string();
+    assert!(note.starts_with(&format!("{empty}: an empty dataset")), "{note}");
+    let r = env.check_json(&["-s", "t.yaml", &empty, "--strict"], 2);
+    assert_eq!(
+        r["errors"],
+        serde_json::json!([{"message": format!("--strict: {note}")}])
+    );
+    // merge --strict judges the merged report's warnings the same way.
+    let part = env.run(&["check", "--format", "json", "--partial", "-s", "s.yaml", "a.parquet"]);
+    assert_eq!(part.code, 0);
+    env.write("p.json", &part.stdout);
+    let merged = env.run(&["merge", "--format", "json", "p.json"]);
+    assert_eq!(merged.code, 0);
+    assert_eq!(merged.json()["warnings"], serde_json::json!([w]));
+    let merged = env.run(&["merge", "--format", "json", "--strict", "p.json"]);
+    assert_eq!(merged.code, 2);
+    assert_eq!(
+        merged.json()["errors"],
+        serde_json::json!([{"message": format!("--strict: {w}")}])
+    );
+}

@@ -750,8 +750,10 @@ fn a_schema_dtype_must_agree_with_the_recorded_one() {
         &[tokens_dir().join("mds/encodings")],
         2,
     );
-    let message = r["errors"][0]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("row 1: column dyn: int32 values"), "{message}");
+    // (uint16 cannot hold that bound either: that is its own error.)
+    let messages = r["errors"].to_string();
+    assert!(messages.contains("row 1: column dyn: int32 values"), "{messages}");
+    assert!(messages.contains("column `dyn`: stored as uint16"), "{messages}");
 }
 
 #[test]
@@ -967,4 +969,54 @@ open('zstd/shard.00000.mds', 'wb').write(zstandard.ZstdDecompressor().decompress
         m.starts_with("sha1 of the file is ") && m.contains("raw_data says"),
         "{m}"
     );
+}
+
+#[test]
+fn mds_and_litdata_columns_stored_too_narrow_are_each_shards_error() {
+    // MDSWriter's own shards (ids < 1000): `ndarray:uint16`, a `uint16`
+    // scalar and `bytes` read as uint16 cannot hold these bounds, whatever
+    // the values; `ndarray:int32` can.
+    let env = Env::new();
+    let dir = tokens_dir().join("mds/encodings_clean");
+    let schema = "columns:\n  tokens: {kind: index, size: 128256}\n  tokens_i32: {kind: index, size: 128256}\n  \
+                  u16: {kind: class, num_classes: 65537}\n  raw: {kind: index, size: 65537, dtype: uint16}\n";
+    let r = check(&env, schema, std::slice::from_ref(&dir), 2);
+    let tail = "so the tokenizer's larger ids were wrapped or clipped when the shards were written; re-tokenize with a wider dtype";
+    let mut want = Vec::new();
+    for shard in ["shard.00000.mds", "shard.00001.mds", "shard.00002.mds"] {
+        let file = dir.join(shard).display().to_string();
+        want.push(json!({"file": file, "message": format!("column `raw`: stored as uint16, which cannot hold id 65536 (size 65537): ids ≥ 65,536 cannot be stored in uint16, {tail}")}));
+        want.push(json!({"file": file, "message": format!("column `tokens`: stored as uint16, which cannot hold id 128255 (size 128256): ids ≥ 65,536 cannot be stored in uint16, {tail}")}));
+        want.push(json!({"file": file, "message": "column `u16`: stored as uint16, which cannot hold label 65536 (num_classes 65537): labels ≥ 65,536 cannot be stored in uint16, so the larger labels were wrapped or clipped when the data was written; rewrite the labels with a wider dtype"}));
+    }
+    assert_eq!(r["errors"], Value::Array(want));
+    assert_eq!(r["rows"], 10);
+    // Bounds the types hold pass.
+    let ok = "columns:\n  tokens: {kind: index, size: 65536}\n  tokens_i32: {kind: index, size: 128256}\n  \
+              u16: {kind: class, num_classes: 65536}\n  raw: {kind: index, size: 65536, dtype: uint16}\n";
+    check(&env, ok, &[dir], 0);
+    // LitData's TokensLoader chunks of uint16 (its writer's own files).
+    let lit = tokens_dir().join("litdata/tokens_np_u16");
+    let r = check(
+        &env,
+        "columns:\n  tokens: {kind: index, size: 128256}\n",
+        std::slice::from_ref(&lit),
+        2,
+    );
+    let messages: Vec<&str> = r["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["message"].as_str().expect("message"))
+        .collect();
+    assert_eq!(messages.len(), 3, "one error per chunk");
+    for m in messages {
+        assert_eq!(
+            m,
+            format!(
+                "column `tokens`: stored as uint16, which cannot hold id 128255 (size 128256): ids ≥ 65,536 cannot be stored in uint16, {tail}"
+            )
+        );
+    }
+    check(&env, "columns:\n  tokens: {kind: index, size: 65536}\n", &[lit], 0);
 }

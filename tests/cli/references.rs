@@ -518,6 +518,9 @@ pq.write_table(pa.table({'input_ids': pa.array([[101, 102]], pa.list_(pa.int32()
         w.contains("columns.input_ids.size") && w.contains("30523") && w.contains("resize_token_embeddings"),
         "{w}"
     );
+    // Under --strict the model's warning is an error.
+    let r = env.check_json(&["-s", "s.yaml", "d.parquet", "--strict"], 2);
+    assert_eq!(r["errors"], serde_json::json!([{"message": format!("--strict: {w}")}]));
     // `preflight schema` prints every bound resolved, with its source.
     let out = env.run(&["schema", "s.yaml"]);
     assert_eq!(out.code, 0, "{}", out.stderr);

@@ -462,42 +462,211 @@ fn tokenizer_size_reports_untrained_ids_apart_from_crashing_ones() {
     env.check_json(&["-s", "bad2.yaml", &clean], 2);
 }
 
+/// The error of a file whose stored type cannot hold the bound (the
+/// message after `column `tokens`: `).
+fn too_narrow(t: &str, top: u64, what: &str, limit: &str) -> String {
+    format!(
+        "column `tokens`: stored as {t}, which cannot hold id {top} ({what}): ids ≥ {limit} cannot be stored in {t}, so the tokenizer's larger ids were wrapped or clipped when the shards were written; re-tokenize with a wider dtype"
+    )
+}
+
+/// (file, message) of every error of a report.
+fn errors(r: &Value) -> Vec<(String, String)> {
+    r["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["file"].as_str().unwrap_or("").to_string(),
+                e["message"].as_str().expect("message").to_string(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn a_dtype_too_narrow_for_the_vocabulary_is_a_warning() {
+fn a_dtype_too_narrow_for_the_vocabulary_is_that_files_error() {
+    // Llama 3's 128256 ids written by llm.c's write_datafile (as its
+    // fineweb.py calls it, with a NumPy array: the uint16 cast wraps),
+    // nanoGPT's uint16 memmap, a uint16 .npy and Parquet (pyarrow): the
+    // true ids 70000 and 128255 are stored as 4464 and 62719, in range.
     let env = Env::new();
-    // Llama 3: 128256 ids cannot be stored in uint16 without wrapping.
+    env.python(
+        r#"
+def write_datafile(filename, toks, model_desc="gpt-2"):
+    assert len(toks) < 2**31, "token count too large"
+    if model_desc == "gpt-2":
+        magic, version, dtype = 20240520, 1, np.uint16
+    elif model_desc == "llama-3":
+        magic, version, dtype = 20240801, 7, np.uint32
+    header = np.zeros(256, dtype=np.int32)
+    header[0] = magic
+    header[1] = version
+    header[2] = len(toks)
+    toks_np = np.array(toks, dtype=dtype)
+    with open(filename, "wb") as f:
+        f.write(header.tobytes())
+        f.write(toks_np.tobytes())
+
+ids = np.random.default_rng(3).integers(0, 60000, 5000)
+ids[[17, 4321]] = [70000, 128255]
+write_datafile("gpt2_u16.bin", ids)
+write_datafile("llama_u32.bin", ids, "llama-3")
+ids.astype(np.uint16).tofile("raw_u16.bin")
+np.save("tokens.npy", ids.astype(np.uint16))
+pq.write_table(pa.table({"tokens": pa.array(ids.astype(np.uint16))}), "flat.parquet")
+rows = [ids[i:i + 100].astype(np.uint16) for i in range(0, 5000, 100)]
+pq.write_table(pa.table({"tokens": pa.array(rows, pa.list_(pa.uint16()))}), "lists.parquet")
+os.makedirs("wide")
+np.save("wide/tokens.npy", ids.astype(np.int32))
+os.makedirs("i16")
+pq.write_table(pa.table({"tokens": pa.array((ids % 30000).astype(np.int16))}), "i16/stats.parquet")
+assert (np.fromfile("gpt2_u16.bin", np.uint16)[512:][[17, 4321]] == [4464, 62719]).all()
+"#,
+    );
     env.write(
         "s.yaml",
         "columns:\n  tokens: {kind: index, size: 128256, dtype: uint16}\n",
     );
-    let raw = fixtures().join("nanogpt/raw/u16_clean.bin").display().to_string();
-    let r = env.check_json(&["-s", "s.yaml", &raw], 0);
-    let w = r["warnings"].as_array().expect("warnings");
-    assert_eq!(w.len(), 1, "{w:?}");
-    assert!(
-        w[0].as_str()
-            .expect("w")
-            .contains("stored as uint16 (at most 65535), which cannot hold id 128255")
+    let u16 = too_narrow("uint16", 128255, "size 128256", "65,536");
+    // Every uint16 file is its error, though every stored value is in range
+    // (no violation) and statistics prove the Parquet files without reading.
+    let files = [
+        "flat.parquet",
+        "gpt2_u16.bin",
+        "lists.parquet",
+        "raw_u16.bin",
+        "tokens.npy",
+    ];
+    for extra in [&[][..], &["--full-scan"][..], &["--jobs", "1"][..]] {
+        let mut args = vec!["-s", "s.yaml"];
+        args.extend_from_slice(&files);
+        args.extend_from_slice(extra);
+        let r = env.check_json(&args, 2);
+        let want: Vec<(String, String)> = files.iter().map(|f| (f.to_string(), u16.clone())).collect();
+        assert_eq!(errors(&r), want, "{extra:?}");
+        assert_eq!(check(&r, "tokens", "index")["violations"], 0);
+        assert_eq!(r["rows"], 4 * 5000 + 50);
+    }
+    // The same report for any thread count, and merged from partials.
+    let run = |extra: &[&str]| {
+        let mut args = vec!["check", "--format", "json", "-s", "s.yaml"];
+        args.extend_from_slice(&files);
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let one = run(&["--jobs", "1"]);
+    assert_eq!(one.stdout, run(&["--jobs", "3"]).stdout);
+    for (i, f) in files.iter().enumerate() {
+        let part = env.run(&["check", "--format", "json", "--partial", "-s", "s.yaml", f]);
+        assert_eq!(part.code, 2);
+        env.write(&format!("p{i}.json"), &part.stdout);
+    }
+    let merged = env.run(&[
+        "merge", "--format", "json", "p3.json", "p0.json", "p4.json", "p2.json", "p1.json",
+    ]);
+    assert_eq!((merged.code, merged.stdout), (2, one.stdout));
+    // An Arrow stream on stdin is judged on its batches' type.
+    env.python(
+        "t = pa.table({'tokens': pa.array([1, 2, 3], pa.uint16())})\n\
+         with pa.ipc.new_stream('s.arrows', t.schema) as w: w.write_table(t)",
     );
-    // uint32 holds it: no warning; a tokenizer_size is what must fit.
-    let llama = fixtures().join("llmc/llama3_clean.bin").display().to_string();
-    env.write("u.yaml", "columns:\n  tokens: {kind: index, size: 128256}\n");
-    let r = env.check_json(&["-s", "u.yaml", &llama], 0);
-    assert!(
-        r.get("warnings")
-            .is_none_or(|w| w.as_array().is_some_and(|w| w.is_empty())),
-        "{r:#}"
+    let stream = std::fs::read(env.path("s.arrows")).expect("stream");
+    let (code, out, _) = env.run_piped(&["check", "--format", "json", "-s", "s.yaml", "-"], &stream);
+    assert_eq!(code, 2);
+    let r: Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(errors(&r), [("<stdin>".to_string(), u16.clone())]);
+    // Row-group statistics prove these int16 values below 40000, so the
+    // file is never decoded: its type is still judged.
+    env.write("i16.yaml", "columns:\n  tokens: {kind: index, size: 40000}\n");
+    let r = env.check_json(&["-s", "i16.yaml", "i16/stats.parquet"], 2);
+    assert_eq!(
+        errors(&r),
+        [(
+            "i16/stats.parquet".to_string(),
+            too_narrow("int16", 39999, "size 40000", "32,768")
+        )]
+    );
+    // The committed Megatron (megatron-core's builder, dtype code 8) and
+    // nanoGPT uint16 fixtures too.
+    for rel in [
+        "megatron/u16_clean.bin",
+        "nanogpt/raw/u16_clean.bin",
+        "llmc/gpt2_clean.bin",
+    ] {
+        let path = fixtures().join(rel).display().to_string();
+        let r = env.check_json(&["-s", "s.yaml", &path], 2);
+        assert_eq!(errors(&r), [(path.clone(), u16.clone())], "{rel}");
+    }
+    // uint32 and int32 hold the bound: the same ids pass.
+    env.write("w.yaml", "columns:\n  tokens: {kind: index, size: 128256}\n");
+    let i32_clean = fixtures().join("megatron/i32_clean.bin").display().to_string();
+    env.check_json(&["-s", "w.yaml", "llama_u32.bin", "wide/tokens.npy", &i32_clean], 0);
+    // The boundary: uint16 holds 0..=65535, so a size of 65536 fits and
+    // 65537 does not; with tokenizer_size, the tokenizer's ids must fit.
+    for (bound, code) in [
+        ("size: 65536", 0),
+        ("size: 65537", 2),
+        ("size: 65664, tokenizer_size: 65536", 0),
+        ("size: 65664, tokenizer_size: 65537", 2),
+    ] {
+        env.write("b.yaml", &format!("columns:\n  tokens: {{kind: index, {bound}}}\n"));
+        let r = env.check_json(&["-s", "b.yaml", "tokens.npy"], code);
+        if code == 2 {
+            let (top, what) = match bound {
+                "size: 65537" => (65536, "size 65537"),
+                _ => (65536, "tokenizer_size 65537"),
+            };
+            assert_eq!(
+                errors(&r),
+                [("tokens.npy".to_string(), too_narrow("uint16", top, what, "65,536"))]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_stored_type_is_judged_as_the_file_stores_it() {
+    // NumPy float16 holds every whole number up to 2048 only; the reader
+    // widens it to float32 (exactly), but the file's type is what counts.
+    let env = Env::new();
+    env.python(
+        "np.save('f16.npy', np.arange(0, 2048, 7).astype(np.float16))\n\
+         np.save('f32.npy', np.arange(0, 2048, 7).astype(np.float32))\n\
+         np.savez('both.npz', tokens=np.arange(10, dtype=np.int16), labels=np.arange(10, dtype=np.int8))",
+    );
+    env.write("s.yaml", "columns:\n  f16: {kind: index, size: 4096}\n");
+    let r = env.check_json(&["-s", "s.yaml", "f16.npy"], 2);
+    assert_eq!(
+        errors(&r),
+        [(
+            "f16.npy".to_string(),
+            "column `f16`: stored as float16, which cannot hold id 4095 (size 4096) exactly: ids above 2,048 cannot all be stored exactly in float16, so the tokenizer's larger ids were rounded when the shards were written; re-tokenize with an integer dtype".to_string()
+        )]
+    );
+    env.write("s32.yaml", "columns:\n  f32: {kind: index, size: 4096}\n");
+    env.check_json(&["-s", "s32.yaml", "f32.npy"], 0);
+    env.write("s2049.yaml", "columns:\n  f16: {kind: index, size: 2049}\n");
+    env.check_json(&["-s", "s2049.yaml", "f16.npy"], 0);
+    // Signed types hold half their width; a class bound counts the same way.
+    env.write(
+        "npz.yaml",
+        "columns:\n  tokens: {kind: index, size: 32769}\n  labels: {kind: class, num_classes: 129}\n",
+    );
+    let r = env.check_json(&["-s", "npz.yaml", "both.npz"], 2);
+    assert_eq!(
+        errors(&r),
+        [
+            ("both.npz".to_string(), "column `labels`: stored as int8, which cannot hold label 128 (num_classes 129): labels ≥ 128 cannot be stored in int8, so the larger labels were wrapped or clipped when the data was written; rewrite the labels with a wider dtype".to_string()),
+            ("both.npz".to_string(), too_narrow("int16", 32768, "size 32769", "32,768")),
+        ]
     );
     env.write(
-        "t.yaml",
-        "columns:\n  tokens: {kind: index, size: 65536, tokenizer_size: 65530, dtype: uint16}\n",
+        "ok.yaml",
+        "columns:\n  tokens: {kind: index, size: 32768}\n  labels: {kind: class, num_classes: 128}\n",
     );
-    let r = env.check_json(&["-s", "t.yaml", &raw], 0);
-    assert!(
-        r.get("warnings")
-            .is_none_or(|w| w.as_array().is_some_and(|w| w.is_empty())),
-        "{r:#}"
-    );
+    env.check_json(&["-s", "ok.yaml", "both.npz"], 0);
 }
 
 #[test]

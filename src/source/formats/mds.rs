@@ -734,6 +734,17 @@ impl Source for MdsSource {
         &self.columns
     }
 
+    /// The element type `index.json` records, or the schema's `dtype:`
+    /// that every sample of the column must have.
+    fn stored_type(&self, column: usize) -> Option<arrow::datatypes::DataType> {
+        let elem = match self.encodings.get(column)? {
+            Enc::Scalar(e) | Enc::NdArray { dtype: Some(e), .. } => Some(*e),
+            Enc::NdArray { dtype: None, .. } | Enc::Bytes => self.dtypes[column],
+            _ => None,
+        };
+        elem.map(|e| e.arrow())
+    }
+
     fn units(&self) -> usize {
         1
     }

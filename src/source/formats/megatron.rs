@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, ListArray};
 use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::Field;
+use arrow::datatypes::{DataType, Field};
 use bytes::Bytes;
 
 use super::tokenbin::{self, Region, TOKENS, TokenDtype, UNIT_TOKENS};
@@ -290,6 +290,10 @@ fn check_index(b: &[u8], n: u64, d: u64, dtype: TokenDtype, bin_len: u64) -> Res
 impl Source for MegatronSource {
     fn columns(&self) -> &[String] {
         &self.columns
+    }
+
+    fn stored_type(&self, _column: usize) -> Option<DataType> {
+        Some(self.dtype.arrow_type())
     }
 
     fn notes(&self) -> Vec<String> {

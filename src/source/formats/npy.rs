@@ -509,6 +509,14 @@ impl Dtype {
         Ok(Dtype { kind, big, size })
     }
 
+    /// The type as stored: float16 stays float16 (see `arrow_type`).
+    fn stored_type(&self) -> DataType {
+        match self.kind {
+            Kind::F16 => DataType::Float16,
+            _ => self.arrow_type(),
+        }
+    }
+
     /// Arrow type of one element. float16 widens to float32, exactly.
     fn arrow_type(&self) -> DataType {
         match self.kind {
@@ -982,6 +990,10 @@ impl Source for NpySource {
         &self.columns
     }
 
+    fn stored_type(&self, _column: usize) -> Option<DataType> {
+        Some(self.mapped.layout.dtype.stored_type())
+    }
+
     fn units(&self) -> usize {
         self.units
     }
@@ -1315,6 +1327,11 @@ impl Col<'_> {
 impl Source for NpzSource {
     fn columns(&self) -> &[String] {
         &self.columns
+    }
+
+    fn stored_type(&self, column: usize) -> Option<DataType> {
+        let ready = self.members.get(column)?.state.as_ref().ok()?;
+        Some(ready.layout.dtype.stored_type())
     }
 
     fn units(&self) -> usize {

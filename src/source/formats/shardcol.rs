@@ -99,7 +99,7 @@ impl Elem {
         matches!(self, Elem::I8 | Elem::I16 | Elem::I32 | Elem::I64)
     }
 
-    fn arrow(self) -> DataType {
+    pub(crate) fn arrow(self) -> DataType {
         match self {
             Elem::Bool => DataType::Boolean,
             Elem::U8 => DataType::UInt8,

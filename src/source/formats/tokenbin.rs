@@ -564,6 +564,10 @@ impl Source for TokenStreamSource {
         &self.columns
     }
 
+    fn stored_type(&self, _column: usize) -> Option<DataType> {
+        Some(self.region.dtype.arrow_type())
+    }
+
     fn units(&self) -> usize {
         self.starts.len()
     }

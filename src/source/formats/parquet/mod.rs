@@ -1129,6 +1129,12 @@ impl Source for ParquetSource {
         &self.columns
     }
 
+    /// The file schema's type: row groups that statistics prove are never
+    /// read, and their type still counts.
+    fn stored_type(&self, column: usize) -> Option<DataType> {
+        self.meta.schema().fields().get(column).map(|f| f.data_type().clone())
+    }
+
     fn read_shapes(
         &self,
         unit: usize,
