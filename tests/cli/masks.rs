@@ -1112,6 +1112,33 @@ tiffs("m/z_rgb.tif", Image.fromarray(rng.integers(0, 256, (h, w, 3)).astype(np.u
 tiffs("m/z_one.tif", Image.fromarray(a > 128))
 p = Image.fromarray(a % 20, "L").convert("P"); p.putpalette(pal(256))
 tiffs("m/z_p.tif", p)
+# What Pillow does not write: tiles, planar RGB, BigTIFF; tifffile's
+# uncompressed file with each chunk compressed as libtiff does (xz, no
+# check, delta by the sample size, then LZMA2).
+import lzma
+def lzma_tiff(path, arr, **kw):
+    tifffile.imwrite(path, arr, **kw)
+    with tifffile.TiffFile(path) as t:
+        p = t.pages[0]
+        tags = {n: p.tags[n] for n in ("TileOffsets", "TileByteCounts", "StripOffsets", "StripByteCounts", "Compression") if n in p.tags}
+        chunks = list(zip(p.dataoffsets, p.databytecounts))
+        bits = p.bitspersample
+    b = bytearray(open(path, "rb").read())
+    offs, cnts = [], []
+    for o, n in chunks:
+        c = lzma.compress(bytes(b[o:o + n]), format=lzma.FORMAT_XZ, check=lzma.CHECK_NONE,
+                          filters=[{"id": lzma.FILTER_DELTA, "dist": max(1, bits // 8)}, {"id": lzma.FILTER_LZMA2, "preset": 6}])
+        offs.append(len(b)); cnts.append(len(c)); b += c
+    for tag, vals in ((tags.get("TileOffsets") or tags["StripOffsets"], offs), (tags.get("TileByteCounts") or tags["StripByteCounts"], cnts)):
+        struct.pack_into("<%d%s" % (len(vals), {3: "H", 4: "I", 16: "Q"}[int(tag.dtype)]), b, tag.valueoffset, *vals)
+    struct.pack_into("<H", b, tags["Compression"].valueoffset, 34925)
+    open(path, "wb").write(bytes(b))
+import tifffile
+h, w = size()
+lzma_tiff("m/z_tiled.tif", rng.integers(0, 256, (h + 16, w + 16)).astype(np.uint8), tile=(16, 16))
+lzma_tiff("m/z_tiled16.tif", rng.integers(0, 65536, (h, w)).astype(np.uint16), tile=(16, 16))
+lzma_tiff("m/z_planar.tif", rng.integers(0, 256, (3, h, w)).astype(np.uint8), photometric="rgb", planarconfig="separate", rowsperstrip=7)
+lzma_tiff("m/z_big.tif", rng.integers(0, 256, (h, w)).astype(np.uint8), rowsperstrip=3, bigtiff=True)
 good = open("m/z8_strips.tif", "rb").read()
 open("m/z_cut.tif", "wb").write(good[: len(good) // 2])
 import tifffile
