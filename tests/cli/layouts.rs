@@ -1305,6 +1305,18 @@ fn yolo_label_files_are_those_ultralytics_opens() {
             ),
         }
     }
+    // Labels and images given as two PATHs, in either order: the labels of
+    // the images, whichever search met them first.
+    let images: Vec<String> = want["ds/images"]["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().into())
+        .collect();
+    for paths in [["ds/labels", "ds/images"], ["ds/images", "ds/labels"]] {
+        let report = env.check_json(&["-s", "s.yaml", paths[0], paths[1], "--max-examples", "1000"], 1);
+        assert_eq!(yolo_files_read(&report), images, "{paths:?}");
+    }
     // The old reading's labels are gone: the leftover beside a.jpg, the
     // mirrored n.txt.
     let ds = &want["ds"]["labels"];

@@ -108,6 +108,11 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
     let mut shards_only: Vec<(usize, String, &str)> = Vec::new();
+    // `layout: yolo`: each search's `.txt` files, decided once every
+    // search has met its images (so the PATHs' order never matters), and
+    // per PATH what is said when none of its searches yields a label.
+    let mut pending: Vec<(Search, usize)> = Vec::new();
+    let mut groups: Vec<(String, &str)> = Vec::new();
     for (i, arg) in args.iter().enumerate() {
         found.arg = i;
         let shown = arg.to_string_lossy().into_owned();
@@ -115,23 +120,16 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         let before = (found.files.len(), found.shards.len());
         let empty = if found.yolo && is_dataset_yaml(arg) {
             // ultralytics' dataset YAML: its splits' images, and their labels.
-            let before = found.files.len();
             match super::super::formats::yolo::splits(arg) {
                 Err(message) => found.errors.push(Error::Discover { path: shown, message }),
                 Ok(splits) => {
+                    groups.push((shown, "no label file for any image of its train/val/test splits"));
                     for split in splits {
-                        let shown = split.path.to_string_lossy().into_owned();
                         match split.images {
                             Some(images) => images.into_iter().for_each(|p| found.add(p)),
                             None => found.walk(&split.path),
                         }
-                        found.decide_labels(&split.path, &shown);
-                    }
-                    if found.files.len() == before {
-                        found.errors.push(Error::Discover {
-                            path: shown,
-                            message: "no label file for any image of its train/val/test splits".into(),
-                        });
+                        pending.push((found.search(split.path), groups.len() - 1));
                     }
                 }
             }
@@ -174,7 +172,12 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
                 }
             }
         };
-        found.decide_labels(arg, &shown);
+        if found.yolo {
+            let search = found.search(arg.clone());
+            groups.push((shown, empty));
+            pending.push((search, groups.len() - 1));
+            continue;
+        }
         if found.files.len() == before.0 {
             if found.shards.len() == before.1 {
                 found.errors.push(Error::Discover {
@@ -184,6 +187,20 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             } else {
                 shards_only.push((i, shown, empty));
             }
+        }
+    }
+    let mut yielded = vec![false; groups.len()];
+    for (search, group) in pending {
+        let before = found.files.len();
+        found.decide_labels(search);
+        yielded[group] |= found.files.len() > before;
+    }
+    for ((shown, empty), yielded) in groups.into_iter().zip(yielded) {
+        if !yielded {
+            found.errors.push(Error::Discover {
+                path: shown,
+                message: empty.into(),
+            });
         }
     }
     let Found {
@@ -301,6 +318,14 @@ fn saved_folder(dir: &Path) -> Option<SavedFolder> {
         .map(|f| f.get("filename").and_then(|n| n.as_str()).map(str::to_string))
         .collect::<Option<Vec<String>>>()?;
     Some(SavedFolder { listed, skipped: 0 })
+}
+
+/// `layout: yolo`: one search's `.txt` files and the labels of the images
+/// it met, decided when every search is done.
+struct Search {
+    arg: PathBuf,
+    labels: Vec<PathBuf>,
+    searched: Vec<PathBuf>,
 }
 
 /// What the searches of one run found.
@@ -444,9 +469,10 @@ impl Found<'_> {
     /// folder, is nothing ultralytics reads. The labels of the search's
     /// images that lie outside it (`labels/` beside a searched `images/`)
     /// are looked up and read too: ultralytics reads them.
-    fn decide_labels(&mut self, arg: &Path, shown: &str) {
-        let labels = std::mem::take(&mut self.labels);
-        let searched = std::mem::take(&mut self.searched);
+    fn decide_labels(&mut self, search: Search) {
+        let Search { arg, labels, searched } = search;
+        let shown = arg.to_string_lossy().into_owned();
+        let arg = &arg;
         if self.wanted.is_empty() {
             self.files.extend(labels.into_iter().map(DataFile::new));
             return;
@@ -478,7 +504,17 @@ impl Found<'_> {
         self.files.extend(there.into_iter().map(DataFile::new));
         self.errors.extend(errors);
         if !skipped.is_empty() {
-            self.unlabelled.push((shown.to_string(), skipped));
+            self.unlabelled.push((shown, skipped));
+        }
+    }
+
+    /// The `.txt` files and image labels the search of `arg` that just
+    /// ended met, taken for [`Found::decide_labels`].
+    fn search(&mut self, arg: PathBuf) -> Search {
+        Search {
+            arg,
+            labels: std::mem::take(&mut self.labels),
+            searched: std::mem::take(&mut self.searched),
         }
     }
 
