@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use preflight::source;
 
-const EXTENSIONS: [&str; 25] = [
+const EXTENSIONS: [&str; 26] = [
     "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
-    "png", "tif", "bmp", "jpg", "webp", "json", "txt", "tar", "tar.gz", "tfrecord", "tfrecord.gz", "gif",
+    "png", "tif", "bmp", "jpg", "webp", "json", "txt", "tar", "tar.gz", "tfrecord", "tfrecord.gz", "gif", "pgm",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -79,8 +79,8 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     // An image's size from its header alone (`pair_with`), guarded as
-    // pairing reads it; GIF is read by nothing else.
-    if matches!(ext, "png" | "tif" | "bmp" | "jpg" | "webp" | "gif") {
+    // pairing reads it.
+    if matches!(ext, "png" | "tif" | "bmp" | "jpg" | "webp" | "gif" | "pgm") {
         let _ = source::guarded(|| {
             source::formats::image::header::size_of_file(&path).map_err(source::ReadError::new)
         });

@@ -233,7 +233,7 @@ pub enum Format {
     /// (`dtype:` from the schema). Searched for only when the schema has a
     /// `tokens` column.
     TokenBin,
-    /// An image (`.png`, `.tif`, `.bmp`, `.jpg`, `.webp`): a segmentation
+    /// An image (`.png`, `.tif`, `.bmp`, `.gif`, `.pgm`, `.jpg`, `.webp`, ...): a segmentation
     /// mask, one row with column `pixels`. Searched for only when the
     /// schema has a `pixels` column.
     Image,

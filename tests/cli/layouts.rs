@@ -1202,6 +1202,140 @@ fn yolo_searches_read_the_labels_of_images_only() {
     assert_eq!(report["files"], 1, "{report:#}");
 }
 
+/// A YOLOv5/8 tree converted from Darknet (old `.txt` files left beside
+/// the images), with nested `images` folders, a `labels` folder above an
+/// `images` one, a `labels` folder below one, `Images` (not `images`),
+/// images outside any `images` folder, a GIF (no image to ultralytics) and
+/// an image list; `label_files.json` holds, per PATH, the label files
+/// ultralytics opens for the images its own `get_img_files` lists there
+/// (`img2label_paths`, tests/oracles), and the `.txt` files below it.
+pub(crate) const YOLO_TREE_PY: &str = concat!(
+    include_str!("../oracles/ultralytics_labels.py"),
+    r#"
+def touch(p, text=None):
+    os.makedirs(os.path.dirname(p) or '.', exist_ok=True)
+    open(p, 'w').write(text if text is not None else '')
+n = iter(range(1000))
+def label(p):
+    touch(p, '%d 0.5 0.5 0.1 0.1\n' % next(n))
+for im in ['ds/images/train/a.jpg', 'ds/images/train/b.png', 'ds/images/train/c.JPG',
+           'ds/images/train/v.1.tif', 'ds/images/train/sub/images/n.jpg', 'ds/images/train/labels/g.jpg',
+           'ds/images/val/w.webp', 'ds/Images/f.jpg', 'proj/labels/run/images/d.jpg', 'flat/e.bmp',
+           'ds/images/train/h.gif', 'ds/images/train/.hidden.jpg']:
+    touch(im)
+    # Darknet's label beside every image: ultralytics reads it only where
+    # the path has no images folder.
+    label(im.rsplit('.', 1)[0] + '.txt')
+for lb in ['ds/labels/train/a.txt', 'ds/labels/train/c.txt', 'ds/labels/train/v.1.txt',
+           'ds/images/train/sub/labels/n.txt', 'ds/labels/train/sub/images/n.txt',
+           'ds/labels/train/labels/g.txt', 'ds/labels/train/h.txt', 'ds/labels/train/orphan.txt',
+           'ds/labels/val/w.txt', 'proj/labels/run/labels/d.txt', 'ds/labels/Images/f.txt']:
+    label(lb)
+touch('ds/classes.txt', 'a\nb\n')
+# Dataset YAMLs: Roboflow's `../` splits (resolved from the YAML's folder,
+# then without the `../`), and an image list (`./` from the list's folder).
+touch('ds/data.yaml', 'train: ../images/train\nval: ../images/val\nnames: [a, b]\n')
+touch('ds/train.txt', './images/train/a.jpg\n./images/train/sub/images/n.jpg\nds/images/val/w.webp\n./images/train/h.gif\n')
+touch('ds/list.yaml', 'train: train.txt\nval: [images/train/labels]\nnames: [a, b]\n')
+out = {}
+for p in ['ds', 'ds/images', 'ds/images/train', 'ds/images/train/sub', 'proj', 'flat', 'ds/Images']:
+    lbs = dataset_label_files(os.path.abspath(p))
+    below = [os.path.relpath(os.path.join(d, f)) for d, ds_, fs in os.walk(p)
+             for f in fs if f.endswith('.txt') and not f.startswith('.')]
+    out[p] = {'labels': [os.path.relpath(lb) for lb in lbs], 'below': sorted(below)}
+for y in ['ds/data.yaml', 'ds/list.yaml']:
+    lbs = sorted({os.path.relpath(lb) for s in split_dirs(y).values() for lb in dataset_label_files(s)})
+    out[y] = {'labels': lbs, 'below': []}
+json.dump(out, open('label_files.json', 'w'))
+"#
+);
+
+/// The label files a YOLO run reads: every row of every file violates
+/// `class <= -1`, so the examples name each file read.
+pub(crate) fn yolo_files_read(report: &Value) -> Vec<String> {
+    let mut files: Vec<String> = hits(report, "class", "range").1.into_iter().map(|e| e.0).collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+#[test]
+fn yolo_label_files_are_those_ultralytics_opens() {
+    // ultralytics opens img2label_paths(images): the last `/images/` of the
+    // path becomes `/labels/`, and only a path without one has its label
+    // beside it. A Darknet `.txt` beside an image in `images/` is never
+    // opened, nor is `labels/…/images/x.txt`; labels outside the PATH
+    // (`ds/labels/train` for `ds/images/train`) are.
+    let env = Env::new();
+    env.python(YOLO_TREE_PY);
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: range, max: -1}\n",
+    );
+    let want: Value = serde_json::from_str(&std::fs::read_to_string(env.path("label_files.json")).unwrap()).unwrap();
+    for (path, w) in want.as_object().unwrap() {
+        let labels: Vec<String> = w["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().into())
+            .collect();
+        assert!(!labels.is_empty(), "{path}");
+        let report = env.check_json(&["-s", "s.yaml", path, "--max-examples", "1000"], 1);
+        assert_eq!(yolo_files_read(&report), labels, "{path}: {report:#}");
+        assert_eq!(report["files"], labels.len(), "{path}");
+        // The .txt files below the PATH ultralytics never opens: skipped, and said.
+        let skipped = w["below"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| !labels.iter().any(|l| l == b.as_str().unwrap()))
+            .count();
+        let notes = warnings(&report);
+        let said = notes
+            .iter()
+            .find(|m| m.starts_with(&format!("{path}: ")))
+            .map(|m| m.to_string());
+        match skipped {
+            0 => assert_eq!(said, None, "{path}"),
+            k => assert!(
+                said.as_deref()
+                    .is_some_and(|m| m.contains(&format!(" {k} .txt file(s) skipped"))),
+                "{path}: {said:?} {k}"
+            ),
+        }
+    }
+    // Labels and images given as two PATHs, in either order: the labels of
+    // the images, whichever search met them first.
+    let images: Vec<String> = want["ds/images"]["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().into())
+        .collect();
+    for paths in [["ds/labels", "ds/images"], ["ds/images", "ds/labels"]] {
+        let report = env.check_json(&["-s", "s.yaml", paths[0], paths[1], "--max-examples", "1000"], 1);
+        assert_eq!(yolo_files_read(&report), images, "{paths:?}");
+    }
+    // The old reading's labels are gone: the leftover beside a.jpg, the
+    // mirrored n.txt.
+    let ds = &want["ds"]["labels"];
+    assert!(
+        ds.as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "ds/labels/train/labels/g.txt"),
+        "{ds}"
+    );
+    assert!(
+        !ds.as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "ds/images/train/a.txt" || l == "ds/labels/train/sub/images/n.txt"),
+        "{ds}"
+    );
+}
+
 /// pycocotools' own `COCO(annotation_file)`: the frameworks all load
 /// through it, and train on the annotations `imgToAnns` holds.
 /// `reachable(path)` is an error, or [(annotation index, category_id)] in

@@ -990,3 +990,243 @@ pillow_counts(21, 255)
     let (opened, refused) = compare_with_pillow_counts(&env, 21, 255);
     assert_eq!((opened, refused), (3, 4));
 }
+
+/// GIF, Netpbm and LZMA-compressed TIFF masks of random sizes and values,
+/// written by Pillow (and patched or written by hand for what its writers
+/// do not make: a frame offset in a larger screen or beyond it, a local
+/// colour table, a gray-ramp palette, every maxval, comments), with broken
+/// ones beside them. `expected.json` holds what Pillow reads
+/// (`np.array(Image.open(f))`, `.convert("L")`) or `{"error": ...}` where
+/// Pillow raises.
+const MORE_FORMATS: &str = r#"
+import struct
+def first_image(b):
+    flags = b[10]
+    at = 13 + ((3 << ((flags & 7) + 1)) if flags & 128 else 0)
+    while b[at] != 0x2c:
+        at += 2
+        while b[at]:
+            at += b[at] + 1
+        at += 1
+    return at
+def gif(path, arr, pal, screen=None, offset=None, local=False, ramp=False, more=None, **kw):
+    im = Image.fromarray(arr.astype(np.uint8), "P"); im.putpalette(pal)
+    if more is not None:
+        m = Image.fromarray(more.astype(np.uint8), "P"); m.putpalette(pal)
+        im.save(path, save_all=True, append_images=[m], **kw)
+    else:
+        im.save(path, **kw)
+    b = bytearray(open(path, "rb").read())
+    flags = b[10]; size = 3 << ((flags & 7) + 1)
+    if ramp:
+        b[13:13 + size] = bytes(i // 3 for i in range(size))
+    if local:
+        table = b[13:13 + size]; del b[13:13 + size]; b[10] = flags & 0x78
+        at = first_image(b)
+        b[at + 9] |= 0x80 | (flags & 7); b[at + 10:at + 10] = table
+    if screen:
+        b[6:10] = struct.pack("<HH", *screen)
+    if offset:
+        at = first_image(b); b[at + 1:at + 5] = struct.pack("<HH", *offset)
+    open(path, "wb").write(bytes(b))
+def pnm(path, magic, arr, maxval=None, sep=b" ", comment=False):
+    h, w = arr.shape[:2]
+    head = b"P%d" % magic + (b"\n# made here\n" if comment else b"\n") + b"%d %d\n" % (w, h)
+    if maxval is not None:
+        head += b"%d\n" % maxval
+    flat = arr.reshape(-1)
+    if magic in (1, 2, 3):
+        body = sep.join(b"%d" % v for v in flat) + b"\n"
+        if comment:
+            body = body.replace(b" ", b" #c\n", 1)
+    elif magic == 4:
+        body = np.packbits(arr.astype(np.uint8), axis=1).tobytes()
+    elif maxval > 255:
+        body = flat.astype(">u2").tobytes()
+    else:
+        body = flat.astype(np.uint8).tobytes()
+    open(path, "wb").write(head + body)
+def tiffs(path, im, **kw):
+    im.save(path, compression="lzma", **kw)
+def expected_or_error(path):
+    try:
+        return expected(path)
+    except Exception as e:
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+
+os.makedirs("m", exist_ok=True)
+def size():
+    return int(rng.integers(1, 40)), int(rng.integers(1, 40))
+def pal(n):
+    return rng.integers(0, 256, 3 * n, dtype=np.uint8).tolist()
+# GIF: the first frame of one or two, interlaced or not, a transparent
+# index, a frame offset in a larger screen (filled with 0, or with the
+# transparent index) or reaching past it (the image grows), a local table,
+# a gray-ramp palette (mode L).
+for k in range(4):
+    h, w = size(); a = rng.integers(0, 2 ** (k + 1), (h, w))
+    gif(f"m/g{k}.gif", a, pal(256), interlace=bool(k % 2))
+h, w = size()
+gif("m/g_two.gif", rng.integers(0, 9, (h, w)), pal(9), more=rng.integers(0, 9, (h, w)))
+gif("m/g_trns.gif", rng.integers(0, 5, (9, 7)), pal(5), transparency=3, screen=(12, 10), offset=(2, 1))
+gif("m/g_small.gif", rng.integers(0, 5, (9, 7)), pal(5), screen=(20, 15), offset=(3, 4))
+gif("m/g_past.gif", rng.integers(0, 5, (9, 7)), pal(5), offset=(5, 6))
+gif("m/g_local.gif", rng.integers(0, 30, (11, 13)), pal(30), local=True)
+gif("m/g_ramp.gif", rng.integers(0, 16, (11, 13)), pal(16), ramp=True)
+gif("m/g_ramp_local.gif", rng.integers(0, 16, (11, 13)), pal(16), ramp=True, local=True)
+Image.fromarray(rng.integers(0, 256, (13, 17)).astype(np.uint8)).save("m/g_pillow_l.gif")
+good = open("m/g0.gif", "rb").read()
+open("m/g_cut.gif", "wb").write(good[: len(good) * 2 // 3])
+open("m/g_header.gif", "wb").write(good[:13])
+open("m/g_noimage.gif", "wb").write(good[:13] + b";")
+# A stray byte before the image (Pillow skips it); a frame taller than its
+# data; an LZW code size of 12.
+b = bytearray(good); at = first_image(b); b[at:at] = b"\x07"; open("m/g_stray.gif", "wb").write(bytes(b))
+b = bytearray(good); at = first_image(b); b[at + 7:at + 9] = struct.pack("<H", 2 * b[at + 7] + 1)
+open("m/g_tall.gif", "wb").write(bytes(b))
+b = bytearray(good); at = first_image(b); b[at + 10] = 12; open("m/g_codesize.gif", "wb").write(bytes(b))
+# Netpbm: every form at random maxvals (samples above a binary maxval
+# clamp), Pillow's own writers, comments, one-byte separators.
+for magic in (2, 3, 5, 6):
+    for maxval in (255, int(rng.integers(1, 255)), 65535, int(rng.integers(256, 65535))):
+        h, w = size(); shape = (h, w, 3) if magic in (3, 6) else (h, w)
+        a = rng.integers(0, maxval + 1, shape)
+        if magic > 3 and maxval not in (255, 65535):
+            a.reshape(-1)[0] = min(int(maxval * 1.5) + 1, 65535 if maxval > 255 else 255)
+        pnm(f"m/n{magic}_{maxval}.pnm", magic, a, maxval)
+for magic in (1, 4):
+    h, w = size(); pnm(f"m/n{magic}.pbm", magic, rng.integers(0, 2, (h, w)))
+h, w = size(); pnm("m/n1_packed.pbm", 1, rng.integers(0, 2, (h, w)), sep=b"")
+h, w = size(); pnm("m/n2_comment.pgm", 2, rng.integers(0, 100, (h, w)), 99, comment=True)
+h, w = size(); pnm("m/n5_comment.pgm", 5, rng.integers(0, 256, (h, w)), 255, comment=True)
+h, w = size(); a = rng.integers(0, 256, (h, w)).astype(np.uint8)
+Image.fromarray(a).save("m/n_pillow.pgm")
+Image.fromarray(a.astype(np.uint16) * 200).save("m/n_pillow16.pgm")
+Image.fromarray(a > 100).save("m/n_pillow.pbm")
+Image.fromarray(rng.integers(0, 256, (h, w, 3)).astype(np.uint8)).save("m/n_pillow.ppm")
+open("m/n_maxval0.pgm", "wb").write(b"P5 2 2 0\n\0\0\0\0")
+open("m/n_maxval_big.pgm", "wb").write(b"P2 2 2 70000\n0 0 0 0\n")
+open("m/n_cut.pgm", "wb").write(b"P5 4 4 255\n" + bytes(10))
+open("m/n_cut16.ppm", "wb").write(b"P6 2 2 1000\n" + bytes(20))
+open("m/n_above.pgm", "wb").write(b"P2 2 2 10\n0 11 0 0\n")
+open("m/n_negative.pgm", "wb").write(b"P2 2 2 10\n0 -1 0 0\n")
+open("m/n_short.ppm", "wb").write(b"P3 2 2 255\n0 1 2 3\n")
+open("m/n_token.pbm", "wb").write(b"P1 2 2\n0 1 2 0\n")
+open("m/n_head.pgm", "wb").write(b"P5 2")
+open("m/n_long.pgm", "wb").write(b"P2 1 1 255\n00000000000001\n")
+open("m/n_crlf.pgm", "wb").write(b"P5 2 2 255\r\n" + bytes([1, 2, 3, 4]))
+# Python's int() on tokens, CR separators, a comment inside a header token,
+# a comment at the end, a long token after the last sample (refused only
+# when no white space ends the file), and a sample token across a comment.
+open("m/n_int.pgm", "wb").write(b"P2 2 2 +255\n0 1_0 007 255\n")
+open("m/n_cr.pgm", "wb").write(b"P2\r2 2\r255\r0 1 2 3")
+open("m/n_split.pgm", "wb").write(b"P5 2 2 25#c\n5\n" + bytes([9, 8, 7, 6]))
+open("m/n_end_comment.pgm", "wb").write(b"P2 2 2 255\n1 2 3 4 #end")
+open("m/n_long_last.pgm", "wb").write(b"P2 1 1 255\n5 00000000000001")
+open("m/n_long_last_nl.pgm", "wb").write(b"P2 1 1 255\n5 00000000000001\n")
+open("m/n_joined.pgm", "wb").write(b"P2 2 1 255\n1#c\n2 3\n")
+# LZMA TIFF (libtiff's xz: delta + LZMA2), several strips.
+h, w = size(); a = rng.integers(0, 256, (h, w)).astype(np.uint8)
+tiffs("m/z8.tif", Image.fromarray(a))
+tiffs("m/z8_strips.tif", Image.fromarray(rng.integers(0, 256, (60, 37)).astype(np.uint8)), strip_size=256)
+tiffs("m/z16.tif", Image.fromarray(rng.integers(0, 65536, (h, w)).astype(np.uint16)))
+tiffs("m/z_rgb.tif", Image.fromarray(rng.integers(0, 256, (h, w, 3)).astype(np.uint8)), strip_size=64)
+tiffs("m/z_one.tif", Image.fromarray(a > 128))
+p = Image.fromarray(a % 20, "L").convert("P"); p.putpalette(pal(256))
+tiffs("m/z_p.tif", p)
+# What Pillow does not write: tiles, planar RGB, BigTIFF; tifffile's
+# uncompressed file with each chunk compressed as libtiff does (xz, no
+# check, delta by the sample size, then LZMA2).
+import lzma
+def lzma_tiff(path, arr, **kw):
+    tifffile.imwrite(path, arr, **kw)
+    with tifffile.TiffFile(path) as t:
+        p = t.pages[0]
+        tags = {n: p.tags[n] for n in ("TileOffsets", "TileByteCounts", "StripOffsets", "StripByteCounts", "Compression") if n in p.tags}
+        chunks = list(zip(p.dataoffsets, p.databytecounts))
+        bits = p.bitspersample
+    b = bytearray(open(path, "rb").read())
+    offs, cnts = [], []
+    for o, n in chunks:
+        c = lzma.compress(bytes(b[o:o + n]), format=lzma.FORMAT_XZ, check=lzma.CHECK_NONE,
+                          filters=[{"id": lzma.FILTER_DELTA, "dist": max(1, bits // 8)}, {"id": lzma.FILTER_LZMA2, "preset": 6}])
+        offs.append(len(b)); cnts.append(len(c)); b += c
+    for tag, vals in ((tags.get("TileOffsets") or tags["StripOffsets"], offs), (tags.get("TileByteCounts") or tags["StripByteCounts"], cnts)):
+        struct.pack_into("<%d%s" % (len(vals), {3: "H", 4: "I", 16: "Q"}[int(tag.dtype)]), b, tag.valueoffset, *vals)
+    struct.pack_into("<H", b, tags["Compression"].valueoffset, 34925)
+    open(path, "wb").write(bytes(b))
+import tifffile
+h, w = size()
+lzma_tiff("m/z_tiled.tif", rng.integers(0, 256, (h + 16, w + 16)).astype(np.uint8), tile=(16, 16))
+lzma_tiff("m/z_tiled16.tif", rng.integers(0, 65536, (h, w)).astype(np.uint16), tile=(16, 16))
+lzma_tiff("m/z_planar.tif", rng.integers(0, 256, (3, h, w)).astype(np.uint8), photometric="rgb", planarconfig="separate", rowsperstrip=7)
+lzma_tiff("m/z_big.tif", rng.integers(0, 256, (h, w)).astype(np.uint8), rowsperstrip=3, bigtiff=True)
+good = open("m/z8_strips.tif", "rb").read()
+open("m/z_cut.tif", "wb").write(good[: len(good) // 2])
+import tifffile
+page = tifffile.TiffFile("m/z8_strips.tif").pages[0]
+o, n = page.dataoffsets[1], page.databytecounts[1]
+# A strip's xz stream damaged in its second half (zeros, random bytes):
+# decoded as liblzma decodes it, to the rows it yields; one whose byte
+# count cuts it short, which libtiff fails on.
+bad = bytearray(good); bad[o + n // 2:o + n] = bytes(n - n // 2)
+open("m/z_zeros.tif", "wb").write(bytes(bad))
+bad = bytearray(good); bad[o + n // 2:o + n] = rng.integers(0, 256, n - n // 2, dtype=np.uint8).tobytes()
+open("m/z_random.tif", "wb").write(bytes(bad))
+tag = page.tags["StripByteCounts"]
+short = "<H" if tag.dtype == 3 else "<I"
+bad = bytearray(good); at = tag.valueoffset + struct.calcsize(short)
+bad[at:at + struct.calcsize(short)] = struct.pack(short, n // 2)
+open("m/z_short.tif", "wb").write(bytes(bad))
+json.dump({f: expected_or_error("m/" + f) for f in sorted(os.listdir("m"))}, open("expected.json", "w"))
+"#;
+
+#[test]
+fn gif_netpbm_and_lzma_tiff_masks_read_as_pillow_reads_them() {
+    for seed in [21, 22, 23] {
+        let env = Env::new();
+        env.python(&format!(
+            "{WRITERS}\nrng = np.random.default_rng({seed})\n{MORE_FORMATS}"
+        ));
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(env.path("expected.json")).expect("expected")).expect("json");
+        let expected = expected.as_object().expect("object");
+        let refused: Vec<&String> = expected
+            .iter()
+            .filter(|(_, w)| w.get("error").is_some())
+            .map(|(f, _)| f)
+            .collect();
+        // The broken files Pillow refuses, and no others.
+        assert_eq!(refused.len(), 18, "{refused:?}");
+        for (decode, key) in [
+            ("decode: raw", "raw"),
+            ("decode: luminance", "lum"),
+            ("reduce_zero_label: true", "reduce"),
+        ] {
+            let (images, errors) = decoded(&env, decode);
+            for (file, want) in expected {
+                if want.get("error").is_some() {
+                    assert!(
+                        errors.contains(file),
+                        "{file} ({decode}): Pillow refuses it ({want}), preflight read it"
+                    );
+                    continue;
+                }
+                match want.get(key) {
+                    Some(w) => {
+                        let got = images
+                            .get(file)
+                            .unwrap_or_else(|| panic!("{file} ({decode}): no pixels read"));
+                        assert_eq!(
+                            got,
+                            &as_rows(w),
+                            "{file} ({decode}) differs from Pillow's reading (seed {seed})"
+                        );
+                    }
+                    None if key == "raw" => assert!(errors.contains(file), "{file}: a multi-channel image read raw"),
+                    None => {}
+                }
+            }
+        }
+    }
+}

@@ -343,3 +343,31 @@ fn yolo_exports_in_s3_read_the_labels_of_images_only() {
     let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/ds"], 1);
     assert_eq!(renamed(&remote, "s3://bkt/", ""), renamed(&local, "", ""));
 }
+
+/// The Darknet-converted YOLO tree of the local test in a bucket: the same
+/// label files read (ultralytics' `img2label_paths`, leftover `.txt` beside
+/// images skipped), those outside a searched prefix (`ds/labels/train` for
+/// `ds/images/train`) found by one listing per folder.
+#[test]
+fn yolo_label_files_in_s3_are_those_ultralytics_opens_as_locally() {
+    let env = Env::new();
+    env.python(crate::layouts::YOLO_TREE_PY);
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: range, max: -1}\n",
+    );
+    let servers = Servers::start(env.dir.path());
+    for dir in ["ds", "proj"] {
+        servers.upload(&env, dir, "bkt", &format!("{dir}/"));
+    }
+    for path in ["ds", "ds/images/train", "ds/images/train/sub", "proj"] {
+        let local = servers.check(&env, &["-s", "s.yaml", path, "--max-examples", "1000"], 1);
+        let remote = servers.check(
+            &env,
+            &["-s", "s.yaml", &format!("s3://bkt/{path}"), "--max-examples", "1000"],
+            1,
+        );
+        assert_eq!(renamed(&remote, "s3://bkt/", ""), renamed(&local, "", ""), "{path}");
+        assert!(!crate::layouts::yolo_files_read(&local).is_empty(), "{path}");
+    }
+}

@@ -1,16 +1,19 @@
 """ultralytics' own reading of YOLO label files and dataset names.
 
 The functions are taken from the installed ultralytics package's source
-(`verify_image_label`, `segments2boxes` and its helpers, `check_class_names`)
-and run as they are: importing the package would import PyTorch, which the
+(`verify_image_label`, `segments2boxes` and its helpers, `check_class_names`,
+`img2label_paths`, `IMG_FORMATS` and `BaseDataset.get_img_files`) and run as
+they are: importing the package would import PyTorch, which the
 test venv never installs (run-tests.sh installs ultralytics with --no-deps).
 The image part of `verify_image_label`, and downloads, fonts and settings
 in `check_det_dataset`, are stubbed: these tests judge labels and names.
 """
 import ast
+import glob
 import importlib.util
 import logging
 import os
+import textwrap
 import types
 import zipfile
 from pathlib import Path
@@ -25,8 +28,15 @@ def _functions(rel, names):
     with open(os.path.join(root, rel), encoding="utf-8") as f:
         src = f.read()
     found = {}
-    for n in ast.parse(src).body:
-        if isinstance(n, ast.FunctionDef) and n.name in names:
+    body = ast.parse(src).body
+    # `Class.method`: the method, as a plain function taking `self`.
+    body += [(c.name, m) for c in body if isinstance(c, ast.ClassDef) for m in c.body]
+    for n in body:
+        if isinstance(n, tuple) and isinstance(n[1], ast.FunctionDef) and f"{n[0]}.{n[1].name}" in names:
+            found[f"{n[0]}.{n[1].name}"] = textwrap.dedent(ast.get_source_segment(src, n[1], padded=True))
+        elif isinstance(n, tuple):
+            continue
+        elif isinstance(n, ast.FunctionDef) and n.name in names:
             found[n.name] = ast.get_source_segment(src, n)
         elif isinstance(n, ast.Assign) and any(getattr(t, "id", None) in names for t in n.targets):
             found[n.targets[0].id] = ast.get_source_segment(src, n)
@@ -46,13 +56,18 @@ _ns = {"np": np, "os": os, "Path": Path, "zipfile": zipfile, "is_tarfile": is_ta
        "check_file": lambda file, hard=True: file, "YAML": types.SimpleNamespace(load=_yaml_load),
        "emojis": lambda s: s, "LOGGER": logging.getLogger("ultralytics"), "clean_url": lambda u: u,
        "DATASETS_DIR": Path("/nonexistent/datasets"), "SETTINGS_FILE": "settings.json",
-       "check_font": lambda font: None, "is_ascii": lambda s: True}
+       "check_font": lambda font: None, "is_ascii": lambda s: True, "glob": glob,
+       "HELP_URL": "", "FORMATS_HELP_MSG": "", "check_file_speeds": lambda files, prefix="": None}
 for _rel, _names in [("utils/ops.py", ["empty_like", "xyxy2xywh", "segments2boxes"]),
-                     ("data/utils.py", ["verify_image_label", "check_det_dataset", "DATASET_KEY_TYPES"]),
+                     ("data/utils.py", ["verify_image_label", "check_det_dataset", "DATASET_KEY_TYPES",
+                                        "img2label_paths", "IMG_FORMATS"]),
+                     ("data/base.py", ["BaseDataset.get_img_files"]),
                      ("nn/autobackend.py", ["check_class_names"])]:
     for _name, _code in _functions(_rel, _names).items():
         exec(compile("from __future__ import annotations\n" + _code, f"ultralytics/{_rel}", "exec"), _ns)
 check_class_names = _ns["check_class_names"]
+img2label_paths = _ns["img2label_paths"]
+IMG_FORMATS = _ns["IMG_FORMATS"]
 segments2boxes = _ns["segments2boxes"]
 
 
@@ -76,3 +91,20 @@ def dataset_classes(yaml_file):
         return len(_ns["check_det_dataset"](yaml_file, autodownload=False)["names"])
     except Exception as e:  # noqa: BLE001 - what refuses the dataset
         return e
+
+
+def dataset_label_files(img_path):
+    """The label files a YOLO dataset of `img_path` (a folder, an image list
+    `.txt`, or a list of them, as `data.yaml` gives a split) opens: its
+    images as `BaseDataset.get_img_files` lists them, through
+    `img2label_paths`, those that exist (a missing one is an image without
+    objects)."""
+    ims = _ns["get_img_files"](types.SimpleNamespace(prefix="", fraction=1.0), img_path)
+    return sorted(lb for lb in img2label_paths(ims) if os.path.isfile(lb))
+
+
+def split_dirs(yaml_file):
+    """The `train`/`val`/`test` entries of a dataset YAML as
+    `check_det_dataset` resolves them (each a path or a list)."""
+    data = _ns["check_det_dataset"](yaml_file, autodownload=False)
+    return {k: data[k] for k in ("train", "val", "test") if data.get(k)}

@@ -101,18 +101,40 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         saved: std::collections::BTreeMap::new(),
         mappings: std::collections::BTreeMap::new(),
         labels: Vec::new(),
-        images: std::collections::HashSet::new(),
+        wanted: std::collections::HashSet::new(),
+        searched: Vec::new(),
         unlabelled: Vec::new(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
     let mut shards_only: Vec<(usize, String, &str)> = Vec::new();
+    // `layout: yolo`: each search's `.txt` files, decided once every
+    // search has met its images (so the PATHs' order never matters), and
+    // per PATH what is said when none of its searches yields a label.
+    let mut pending: Vec<(Search, usize)> = Vec::new();
+    let mut groups: Vec<(String, &str)> = Vec::new();
     for (i, arg) in args.iter().enumerate() {
         found.arg = i;
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
         let before = (found.files.len(), found.shards.len());
-        let empty = if crate::source::storage::remote::is_url(arg) {
+        let empty = if found.yolo && is_dataset_yaml(arg) {
+            // ultralytics' dataset YAML: its splits' images, and their labels.
+            match super::super::formats::yolo::splits(arg) {
+                Err(message) => found.errors.push(Error::Discover { path: shown, message }),
+                Ok(splits) => {
+                    groups.push((shown, "no label file for any image of its train/val/test splits"));
+                    for split in splits {
+                        match split.images {
+                            Some(images) => images.into_iter().for_each(|p| found.add(p)),
+                            None => found.walk(&split.path),
+                        }
+                        pending.push((found.search(split.path), groups.len() - 1));
+                    }
+                }
+            }
+            continue;
+        } else if crate::source::storage::remote::is_url(arg) {
             match found.remote(&shown) {
                 Some(empty) => empty,
                 None => continue,
@@ -150,7 +172,12 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
                 }
             }
         };
-        found.decide_labels(&shown);
+        if found.yolo {
+            let search = found.search(arg.clone());
+            groups.push((shown, empty));
+            pending.push((search, groups.len() - 1));
+            continue;
+        }
         if found.files.len() == before.0 {
             if found.shards.len() == before.1 {
                 found.errors.push(Error::Discover {
@@ -160,6 +187,20 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             } else {
                 shards_only.push((i, shown, empty));
             }
+        }
+    }
+    let mut yielded = vec![false; groups.len()];
+    for (search, group) in pending {
+        let before = found.files.len();
+        found.decide_labels(search);
+        yielded[group] |= found.files.len() > before;
+    }
+    for ((shown, empty), yielded) in groups.into_iter().zip(yielded) {
+        if !yielded {
+            found.errors.push(Error::Discover {
+                path: shown,
+                message: empty.into(),
+            });
         }
     }
     let Found {
@@ -209,8 +250,8 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             arg,
             format!(
                 "{} .txt file(s) skipped ({}{}): no image of the search has them as its label \
-                 (ultralytics reads labels/…/x.txt for images/…/x.jpg, or x.txt beside it); name one \
-                 on the command line to check it",
+                 (ultralytics reads labels/…/x.txt for images/…/x.jpg, and x.txt beside an image only \
+                 outside an images folder); name one on the command line to check it",
                 skipped.len(),
                 names.join(", "),
                 if skipped.len() > 3 { ", …" } else { "" }
@@ -279,6 +320,14 @@ fn saved_folder(dir: &Path) -> Option<SavedFolder> {
     Some(SavedFolder { listed, skipped: 0 })
 }
 
+/// `layout: yolo`: one search's `.txt` files and the labels of the images
+/// it met, decided when every search is done.
+struct Search {
+    arg: PathBuf,
+    labels: Vec<PathBuf>,
+    searched: Vec<PathBuf>,
+}
+
 /// What the searches of one run found.
 struct Found<'c> {
     columns: &'c [String],
@@ -298,8 +347,11 @@ struct Found<'c> {
     /// `layout: yolo`: the `.txt` files of the current search, decided
     /// when it ends ([`Found::decide_labels`]).
     labels: Vec<PathBuf>,
-    /// `layout: yolo`: the images the searches met, without extension.
-    images: std::collections::HashSet<PathBuf>,
+    /// `layout: yolo`: the label files of the images the searches met
+    /// ([`crate::source::formats::yolo::label_path`]).
+    wanted: std::collections::HashSet<PathBuf>,
+    /// `layout: yolo`: the label files of the images the current search met.
+    searched: Vec<PathBuf>,
     /// `layout: yolo`: per PATH, the `.txt` files no image has.
     unlabelled: Vec<(String, Vec<PathBuf>)>,
 }
@@ -312,7 +364,10 @@ impl Found<'_> {
             if super::super::formats::yolo::is_label_name(&p) {
                 self.labels.push(p);
             } else if super::super::formats::yolo::is_image_name(&p) {
-                self.images.insert(p.with_extension(""));
+                let label = super::super::formats::yolo::label_path(&p);
+                if self.wanted.insert(label.clone()) {
+                    self.searched.push(label);
+                }
             }
             return;
         }
@@ -409,27 +464,57 @@ impl Found<'_> {
     /// `layout: yolo`: keeps the `.txt` files a search found that are the
     /// label of an image the searches met, or all of them when they met no
     /// image (label files checked on their own). A `README.txt`,
-    /// `classes.txt` or image list beside a dataset, or the label of a
-    /// deleted image, is nothing ultralytics reads.
-    fn decide_labels(&mut self, arg: &str) {
-        let labels = std::mem::take(&mut self.labels);
-        if self.images.is_empty() {
+    /// `classes.txt` or image list beside a dataset, the label of a deleted
+    /// image, or a Darknet `.txt` left beside an image in an `images`
+    /// folder, is nothing ultralytics reads. The labels of the search's
+    /// images that lie outside it (`labels/` beside a searched `images/`)
+    /// are looked up and read too: ultralytics reads them.
+    fn decide_labels(&mut self, search: Search) {
+        let Search { arg, labels, searched } = search;
+        let shown = arg.to_string_lossy().into_owned();
+        let arg = &arg;
+        if self.wanted.is_empty() {
             self.files.extend(labels.into_iter().map(DataFile::new));
             return;
         }
+        let met: std::collections::HashSet<&PathBuf> = labels.iter().collect();
+        // Labels a search of `arg` could not have met.
+        let remote = crate::source::storage::remote::is_url(arg);
+        let inside = |l: &Path| {
+            if remote {
+                let prefix = format!("{}/", shown.trim_end_matches('/'));
+                !shown.contains(['*', '?', '[']) && l.to_str().is_some_and(|u| u.starts_with(&prefix))
+            } else {
+                arg.is_dir() && l.starts_with(arg)
+            }
+        };
+        let outside: Vec<PathBuf> = searched
+            .into_iter()
+            .filter(|l| !met.contains(l) && !inside(l))
+            .collect();
         let mut skipped = Vec::new();
         for p in labels {
-            if super::super::formats::yolo::image_keys(&p)
-                .iter()
-                .any(|k| self.images.contains(k))
-            {
+            if self.wanted.contains(&p) {
                 self.files.push(DataFile::new(p));
             } else {
                 skipped.push(p);
             }
         }
+        let (there, errors) = existing(outside, remote);
+        self.files.extend(there.into_iter().map(DataFile::new));
+        self.errors.extend(errors);
         if !skipped.is_empty() {
-            self.unlabelled.push((arg.to_string(), skipped));
+            self.unlabelled.push((shown, skipped));
+        }
+    }
+
+    /// The `.txt` files and image labels the search of `arg` that just
+    /// ended met, taken for [`Found::decide_labels`].
+    fn search(&mut self, arg: PathBuf) -> Search {
+        Search {
+            arg,
+            labels: std::mem::take(&mut self.labels),
+            searched: std::mem::take(&mut self.searched),
         }
     }
 
@@ -540,6 +625,44 @@ impl Found<'_> {
             }
         }
     }
+}
+
+/// Whether `p` is a local `.yaml`/`.yml` file: with `layout: yolo`, an
+/// ultralytics dataset YAML.
+fn is_dataset_yaml(p: &Path) -> bool {
+    !crate::source::storage::remote::is_url(p)
+        && p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+        && p.is_file()
+}
+
+/// Those of `paths` that exist as files: one listing per folder in storage
+/// (paths outside a search's listing), a `stat` each locally.
+fn existing(paths: Vec<PathBuf>, remote: bool) -> (Vec<PathBuf>, Vec<Error>) {
+    if !remote {
+        return (paths.into_iter().filter(|p| p.is_file()).collect(), Vec::new());
+    }
+    let mut by_dir: std::collections::BTreeMap<String, Vec<PathBuf>> = std::collections::BTreeMap::new();
+    for p in paths {
+        if let Some((dir, _)) = p.to_str().and_then(|u| u.rsplit_once('/')) {
+            by_dir.entry(format!("{dir}/")).or_default().push(p);
+        }
+    }
+    let (mut found, mut errors) = (Vec::new(), Vec::new());
+    for (dir, want) in by_dir {
+        match crate::source::storage::remote::list(&dir) {
+            Ok(listed) => {
+                let listed: std::collections::HashSet<String> = listed.into_iter().map(|(u, _)| u).collect();
+                found.extend(
+                    want.into_iter()
+                        .filter(|p| p.to_str().is_some_and(|u| listed.contains(u))),
+                );
+            }
+            Err(message) => errors.push(Error::Discover { path: dir, message }),
+        }
+    }
+    (found, errors)
 }
 
 /// The shards of each format, all kept when one of them has a column in

@@ -9,7 +9,7 @@
 //! and GIF are hand-written: their sizes are fixed fields in the first 26
 //! bytes (BMP: width and |height| of the info header, Pillow's
 //! `BmpImagePlugin`; GIF: the logical screen, Pillow's `GifImagePlugin`),
-//! not worth a decoder dependency. An image of more than
+//! not worth a decoder dependency; Netpbm's are its first text tokens. An image of more than
 //! [`super::MAX_PIXELS`] pixels is an error, as Pillow's `Image.open`
 //! raises `DecompressionBombError` on it.
 
@@ -76,13 +76,20 @@ pub fn header_of<R: std::io::BufRead + Seek>(mut r: R) -> Result<Header, String>
     let head = &head[..n];
     r.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     let mut orientation = 1;
-    let (w, h) = if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
-        let short = || "GIF: the header is truncated".to_string();
-        let w = u16_at(head, 6).ok_or_else(short)?;
-        let h = u16_at(head, 8).ok_or_else(short)?;
-        (u64::from(w), u64::from(h))
-    } else {
+    let (w, h) = {
         match Kind::sniff(head) {
+            Some(Kind::Gif) => {
+                let short = || "GIF: the header is truncated".to_string();
+                let w = u16_at(head, 6).ok_or_else(short)?;
+                let h = u16_at(head, 8).ok_or_else(short)?;
+                (u64::from(w), u64::from(h))
+            }
+            Some(Kind::Pnm) => {
+                // Width and height are the first tokens (comments allowed).
+                let mut text = Vec::new();
+                std::io::Read::read_to_end(&mut r.take(4096), &mut text).map_err(|e| e.to_string())?;
+                super::pnm::size(&text)?
+            }
             Some(Kind::Png) => png(r)?,
             Some(Kind::Tiff) => tiff(r)?,
             Some(Kind::Jpeg) => {
@@ -92,7 +99,7 @@ pub fn header_of<R: std::io::BufRead + Seek>(mut r: R) -> Result<Header, String>
             }
             Some(Kind::WebP) => webp(r)?,
             Some(Kind::Bmp) => bmp(head)?,
-            None => return Err("not an image preflight reads (PNG, TIFF, BMP, JPEG, WebP or GIF): bad magic".into()),
+            None => return Err(format!("{}: bad magic", super::NOT_AN_IMAGE)),
         }
     };
     check_size(w, h)?;

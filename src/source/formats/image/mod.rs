@@ -15,16 +15,19 @@
 //! 0..255 as Pillow scales them, 16-bit gray as `uint16`, 16-bit colour
 //! reduced to its high byte as Pillow does. Decoding goes through the
 //! maintained, fuzzed image-rs crates (`png` with identity transformations,
-//! `tiff`, `zune-jpeg`, `image-webp`); BMP is hand-written (see [`bmp`]).
+//! `tiff`, `zune-jpeg`, `image-webp`, `gif`); BMP and Netpbm are
+//! hand-written (see [`bmp`], [`pnm`]).
 //!
 //! Every decoder is bounded: an image of more than [`MAX_PIXELS`] pixels
 //! (Pillow's own `DecompressionBombError` threshold, so nothing Pillow would
 //! load is refused) is the file's error before any pixel buffer exists.
 
 mod bmp;
+mod gif;
 pub mod header;
 mod lossy;
 mod png;
+mod pnm;
 mod tiff;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +67,10 @@ pub enum Kind {
     Jpeg,
     /// WebP (lossy unless written lossless).
     WebP,
+    /// GIF (first frame).
+    Gif,
+    /// Netpbm: PBM, PGM, PPM.
+    Pnm,
 }
 
 impl Kind {
@@ -75,6 +82,8 @@ impl Kind {
             Kind::Bmp => "BMP",
             Kind::Jpeg => "JPEG",
             Kind::WebP => "WebP",
+            Kind::Gif => "GIF",
+            Kind::Pnm => "PNM",
         }
     }
 
@@ -95,6 +104,10 @@ impl Kind {
             Some(Kind::Jpeg)
         } else if head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
             Some(Kind::WebP)
+        } else if gif::sniff(head) {
+            Some(Kind::Gif)
+        } else if pnm::sniff(head) {
+            Some(Kind::Pnm)
         } else {
             None
         }
@@ -208,13 +221,21 @@ pub fn decode(bytes: &[u8]) -> Result<Image, String> {
         Some(Kind::Bmp) => bmp::decode(bytes),
         Some(Kind::Jpeg) => lossy::jpeg(bytes),
         Some(Kind::WebP) => lossy::webp(bytes),
-        None => Err("not an image preflight reads (PNG, TIFF, BMP, JPEG or WebP)".into()),
+        Some(Kind::Gif) => gif::decode(bytes),
+        Some(Kind::Pnm) => pnm::decode(bytes),
+        None => Err(NOT_AN_IMAGE.into()),
     }
 }
 
+/// What a file of none of the formats is.
+pub(crate) const NOT_AN_IMAGE: &str = "not an image preflight reads (PNG, TIFF, BMP, JPEG, WebP, GIF, PBM/PGM/PPM)";
+
 /// Whether a path's extension names an image format.
 pub fn is_image_name(ext: &str) -> bool {
-    matches!(ext, "png" | "tif" | "tiff" | "bmp" | "jpg" | "jpeg" | "webp")
+    matches!(
+        ext,
+        "png" | "tif" | "tiff" | "bmp" | "jpg" | "jpeg" | "webp" | "gif" | "pbm" | "pgm" | "ppm" | "pnm"
+    )
 }
 
 /// An image file: one row, column `pixels`, holding the file's bytes for
@@ -233,7 +254,15 @@ pub struct ImageSource {
     kind: AtomicU8,
 }
 
-const KINDS: [Kind; 5] = [Kind::Png, Kind::Tiff, Kind::Bmp, Kind::Jpeg, Kind::WebP];
+const KINDS: [Kind; 7] = [
+    Kind::Png,
+    Kind::Tiff,
+    Kind::Bmp,
+    Kind::Jpeg,
+    Kind::WebP,
+    Kind::Gif,
+    Kind::Pnm,
+];
 
 impl ImageSource {
     /// An image file of `len` bytes (as its metadata says).
@@ -293,7 +322,7 @@ impl Source for ImageSource {
             bytes.into()
         };
         let kind = Kind::sniff(&bytes[..bytes.len().min(12)])
-            .ok_or_else(|| ReadError::new("not an image preflight reads (PNG, TIFF, BMP, JPEG or WebP): bad magic"))?;
+            .ok_or_else(|| ReadError::new(format!("{NOT_AN_IMAGE}: bad magic")))?;
         let at = KINDS.iter().position(|&k| k == kind).unwrap_or(0);
         self.kind.store(1 + at as u8, Ordering::Relaxed);
         let field = Field::new(PIXELS, DataType::Binary, false).with_metadata(

@@ -8,6 +8,13 @@
 //! (Pillow's `LX`), `LA` for alpha. WhiteIsZero is inverted up to 8 bits (Pillow's `;I` raw
 //! modes) and not beyond. What Pillow has no mode for (float64, int64,
 //! big-endian uint32) is an error: the loader cannot open it.
+//!
+//! LZMA compression (34925, libtiff's xz streams: a delta filter, then
+//! LZMA2), which Pillow reads through libtiff and the `tiff` crate has no
+//! codec for, is undone before the crate sees the file ([`unlzma`]): each
+//! strip or tile is decompressed by `lzma-rust2` (pure Rust; the wheel is
+//! cross-built with zig, so no liblzma) and the file rewritten as an
+//! uncompressed one, so every other tag is read as for any TIFF.
 
 use std::io::Cursor;
 
@@ -142,6 +149,8 @@ fn pillow_gray(h: &Head) -> Result<bool, String> {
 }
 
 pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
+    let unpacked = unlzma(bytes)?;
+    let bytes = unpacked.as_deref().unwrap_or(bytes);
     let err = |e: tiff::TiffError| format!("TIFF: {e}");
     let h = head(bytes).ok_or_else(|| "TIFF: the first image directory is cut off".to_string())?;
     let mut palette_image = false;
@@ -326,4 +335,231 @@ fn unpack(buf: &[u8], width: usize, height: usize, bits: u8, scale: u8) -> Vec<u
         }
     }
     out
+}
+
+/// libtiff's LZMA compression tag value.
+const LZMA: u64 = 34925;
+
+/// An entry of the first image directory.
+struct Entry {
+    tag: u16,
+    /// Where the entry starts.
+    at: usize,
+    typ: u16,
+    count: u64,
+}
+
+/// The first directory's entries, with its byte order and whether it is
+/// BigTIFF.
+struct Ifd {
+    little: bool,
+    big: bool,
+    entries: Vec<Entry>,
+}
+
+impl Ifd {
+    fn read(b: &[u8]) -> Option<Ifd> {
+        let little = b.get(..2)? == b"II";
+        let mut ifd = Ifd {
+            little,
+            big: false,
+            entries: Vec::new(),
+        };
+        ifd.big = ifd.uint(b, 2, 2)? == 43;
+        let (first, count, size) = if ifd.big {
+            let at = usize::try_from(ifd.uint(b, 8, 8)?).ok()?;
+            (at.checked_add(8)?, ifd.uint(b, at, 8)?, 20)
+        } else {
+            let at = usize::try_from(ifd.uint(b, 4, 4)?).ok()?;
+            (at.checked_add(2)?, ifd.uint(b, at, 2)?, 12)
+        };
+        for i in 0..count.min(4096) as usize {
+            let at = first.checked_add(i * size)?;
+            let count = if ifd.big {
+                ifd.uint(b, at + 4, 8)?
+            } else {
+                ifd.uint(b, at + 4, 4)?
+            };
+            ifd.entries.push(Entry {
+                tag: ifd.uint(b, at, 2)? as u16,
+                at,
+                typ: ifd.uint(b, at + 2, 2)? as u16,
+                count,
+            });
+        }
+        Some(ifd)
+    }
+
+    /// An unsigned integer of `n` bytes at `at`.
+    fn uint(&self, b: &[u8], at: usize, n: usize) -> Option<u64> {
+        let bytes = b.get(at..at.checked_add(n)?)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            let byte = if self.little { bytes[n - 1 - i] } else { bytes[i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        Some(v)
+    }
+
+    /// The values of `tag` (SHORT, LONG or LONG8), if it is there.
+    fn values(&self, b: &[u8], tag: u16) -> Option<Vec<u64>> {
+        let e = self.entries.iter().find(|e| e.tag == tag)?;
+        let size = match e.typ {
+            3 => 2,
+            4 => 4,
+            16 => 8,
+            _ => return None,
+        };
+        let field = e.at + if self.big { 12 } else { 8 };
+        let inline = if self.big { 8 } else { 4 };
+        let at = if e.count.saturating_mul(size) <= inline {
+            field
+        } else {
+            usize::try_from(self.uint(b, field, inline as usize)?).ok()?
+        };
+        // No more values than the file has bytes for.
+        let n = usize::try_from(e.count)
+            .ok()
+            .filter(|&n| n.saturating_mul(size as usize) <= b.len())?;
+        (0..n)
+            .map(|i| self.uint(b, at + i * size as usize, size as usize))
+            .collect()
+    }
+
+    fn one(&self, b: &[u8], tag: u16) -> Option<u64> {
+        self.values(b, tag).and_then(|v| v.first().copied())
+    }
+
+    /// `v` as `n` bytes in the file's order.
+    fn put(&self, v: u64, n: usize) -> Vec<u8> {
+        let be = &v.to_be_bytes()[8 - n..];
+        if self.little {
+            be.iter().rev().copied().collect()
+        } else {
+            be.to_vec()
+        }
+    }
+
+    /// Rewrites entry `tag` to hold `values` as SHORT (`short`) or LONG
+    /// (LONG8 in BigTIFF), inline or appended to `out`.
+    fn rewrite(&self, out: &mut Vec<u8>, tag: u16, values: &[u64], short: bool) -> Result<(), String> {
+        let e = self
+            .entries
+            .iter()
+            .find(|e| e.tag == tag)
+            .ok_or_else(|| format!("TIFF: tag {tag} is missing"))?;
+        let inline = if self.big { 8 } else { 4 };
+        let (typ, size) = match (short, self.big) {
+            (true, _) => (3u64, 2),
+            (false, true) => (16, 8),
+            (false, false) => (4, 4),
+        };
+        let mut data = Vec::with_capacity(values.len() * size);
+        for &v in values {
+            if !self.big && v > u64::from(u32::MAX) {
+                return Err("TIFF: more than 4 GiB once decompressed".into());
+            }
+            data.extend(self.put(v, size));
+        }
+        let field = if data.len() <= inline {
+            data.resize(inline, 0);
+            data
+        } else {
+            let at = out.len() as u64;
+            out.extend(&data);
+            self.put(at, inline)
+        };
+        let mut entry = self.put(typ, 2);
+        entry.extend(self.put(values.len() as u64, if self.big { 8 } else { 4 }));
+        entry.extend(field);
+        out[e.at + 2..e.at + 2 + entry.len()].copy_from_slice(&entry);
+        Ok(())
+    }
+}
+
+/// An LZMA-compressed TIFF rewritten uncompressed (`None` for any other):
+/// each strip or tile is decompressed to at most the bytes libtiff reads
+/// for it, those appended to the file, the offsets, byte counts and
+/// compression of the first directory pointed at them. A strip whose
+/// stream ends before its rows is the file's error, as libtiff's
+/// `LZMADecode` fails on it ("Not enough data").
+fn unlzma(b: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let Some(ifd) = Ifd::read(b) else { return Ok(None) };
+    if ifd.one(b, 259) != Some(LZMA) {
+        return Ok(None);
+    }
+    let missing = |what: &str| format!("TIFF: an LZMA image without {what}");
+    let width = ifd.one(b, 256).ok_or_else(|| missing("a width"))?;
+    let height = ifd.one(b, 257).ok_or_else(|| missing("a height"))?;
+    check_size(width, height)?;
+    let bits = ifd.one(b, 258).unwrap_or(1);
+    let samples = ifd.one(b, 277).unwrap_or(1);
+    let chunk_samples = if ifd.one(b, 284) == Some(2) { 1 } else { samples };
+    let tiled = ifd.entries.iter().any(|e| e.tag == 324);
+    let (offsets_tag, counts_tag) = if tiled { (324, 325) } else { (273, 279) };
+    let offsets = ifd.values(b, offsets_tag).ok_or_else(|| missing("strip offsets"))?;
+    let counts = ifd.values(b, counts_tag).ok_or_else(|| missing("strip byte counts"))?;
+    let row_bytes = |w: u64| (w.saturating_mul(bits).saturating_mul(chunk_samples)).div_ceil(8);
+    // Bytes libtiff reads for one strip or tile: a strip's last rows may
+    // be fewer.
+    let (rows_per, per_row, full_rows) = if tiled {
+        let tw = ifd.one(b, 322).ok_or_else(|| missing("a tile width"))?;
+        let th = ifd.one(b, 323).ok_or_else(|| missing("a tile length"))?;
+        (th, row_bytes(tw), None)
+    } else {
+        let rps = ifd.one(b, 278).unwrap_or(u64::from(u32::MAX)).clamp(1, height.max(1));
+        (rps, row_bytes(width), Some(height))
+    };
+    let strips_per_plane = full_rows.map(|h| h.div_ceil(rows_per).max(1));
+    if offsets.len() != counts.len() {
+        return Err(format!(
+            "TIFF: {} strip offsets but {} byte counts",
+            offsets.len(),
+            counts.len()
+        ));
+    }
+    // Memory: as much as the decoder below may hold.
+    let mut budget: u64 = super::MAX_PIXELS * 4;
+    let mut out = b.to_vec();
+    let mut new_offsets = Vec::with_capacity(offsets.len());
+    let mut new_counts = Vec::with_capacity(offsets.len());
+    for (i, (&off, &len)) in offsets.iter().zip(&counts).enumerate() {
+        let rows = match (full_rows, strips_per_plane) {
+            (Some(h), Some(n)) => rows_per.min(h.saturating_sub((i as u64 % n) * rows_per)),
+            _ => rows_per,
+        };
+        let want = rows.saturating_mul(per_row);
+        budget = budget
+            .checked_sub(want)
+            .ok_or_else(|| "TIFF: the LZMA strips decompress to more than an image of this size holds".to_string())?;
+        let data = usize::try_from(off)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(o, n)| b.get(o..o.checked_add(n)?))
+            .ok_or_else(|| format!("TIFF: LZMA strip {i} lies past the end of the file"))?;
+        // libtiff's decoder memory: a dictionary of preset 9 is 64 MiB.
+        let mut xz = lzma_rust2::XzReader::new_mem_limit(data, false, 256 << 10);
+        let mut chunk = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut xz, want), &mut chunk).map_err(|e| {
+            match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => {
+                    format!("TIFF: LZMA strip {i} is cut short (libtiff: Not enough data)")
+                }
+                _ => format!("TIFF: LZMA strip {i}: {e}"),
+            }
+        })?;
+        if (chunk.len() as u64) < want {
+            return Err(format!(
+                "TIFF: LZMA strip {i} holds {} of its {want} bytes (libtiff: Not enough data)",
+                chunk.len()
+            ));
+        }
+        new_offsets.push(out.len() as u64);
+        new_counts.push(want);
+        out.extend(chunk);
+    }
+    ifd.rewrite(&mut out, offsets_tag, &new_offsets, false)?;
+    ifd.rewrite(&mut out, counts_tag, &new_counts, false)?;
+    ifd.rewrite(&mut out, 259, &[1], true)?;
+    Ok(Some(out))
 }
