@@ -511,6 +511,12 @@ fn check_unit(
                     errors.push(err);
                 }
             }
+            // A mapped dataset's rows: where each is stored.
+            if let Some(log) = tally.log.as_mut() {
+                for l in log.iter_mut().filter(|l| l.origin.is_none()) {
+                    l.origin = src.origin(l.spot.row);
+                }
+            }
             // A document's violation names its first row: what lies past
             // the start of a document still open waits for it.
             let open_from = tally.docs.as_ref().and_then(|d| d.open_from());
@@ -529,6 +535,16 @@ fn check_unit(
         validator.finish_documents(fi, &mut tally);
     }
     tally.docs = None;
+    for e in tally.checks.iter_mut().flat_map(|c| c.examples.iter_mut()) {
+        if e.origin.is_none() {
+            e.origin = src.origin(e.row);
+        }
+    }
+    if let Some(log) = tally.log.as_mut() {
+        for l in log.iter_mut().filter(|l| l.origin.is_none()) {
+            l.origin = src.origin(l.spot.row);
+        }
+    }
     if let (Some(spill), Some(log)) = (spill.as_mut(), tally.log.as_mut())
         && let Err(e) = spill.write_before(log, None)
     {
