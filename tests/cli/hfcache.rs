@@ -273,3 +273,42 @@ with pa.ipc.new_stream(os.path.join(d, 'cache-bad.arrow'), t.schema) as w: w.wri
     assert_eq!(r["files"], 2);
     assert_eq!(crate::util::hits(&r, "indices", "index").0, 1);
 }
+
+/// In a `save_to_disk` folder a search reads what `load_from_disk` reads
+/// (the listed files); a mapping `load_from_disk(...).shuffle()` wrote
+/// there, named as PATH, is read as the shuffled dataset over them, and
+/// refused once a `map`'s cache file beside them could be what it orders.
+#[test]
+fn a_mapping_in_a_save_to_disk_folder_named_as_path() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(&format!(
+        r#"{PRELUDE}
+datasets.load_dataset('json', data_files='data.jsonl', split='train', cache_dir='c').save_to_disk('saved', num_shards=2)
+ds = datasets.load_from_disk('saved')
+sh = ds.shuffle(seed=5)
+w = want(sh, 'shuffled')
+w['mapping'] = os.path.relpath(sh.cache_files[-1]['filename'])
+w['stored'] = want(ds, 'stored')
+json.dump(w, open('want.json', 'w'))
+"#
+    ));
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
+    let mapping = want["mapping"].as_str().expect("mapping");
+    assert!(mapping.starts_with("saved/cache-"), "{mapping}");
+    assert_dataset(&env, mapping, &want, "shuffled");
+    // The folder itself: the listed files as stored, the mapping skipped.
+    let r = env.check_json(&["-s", "s.yaml", "saved"], 1);
+    assert_eq!(r["rows"], want["stored"]["rows"]);
+    assert_eq!(r["violations"], want["stored"]["bad"].as_array().expect("bad").len());
+    env.python("import datasets\ndatasets.load_from_disk('saved').map(lambda e: {'label': 0})");
+    let r = env.check_json(&["-s", "s.yaml", mapping], 2);
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .expect("message")
+            .contains("1 other data file(s) here"),
+        "{r:#}"
+    );
+}

@@ -27,8 +27,9 @@ use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 
 /// How a folder holds a `datasets` dataset.
 pub(crate) enum Folder {
-    /// A `save_to_disk` folder: the data files `state.json` lists, in order.
-    Saved(Vec<PathBuf>),
+    /// A `save_to_disk` folder: the data files `state.json` lists, in
+    /// order, and the other data files there (a `map`'s cache files).
+    Saved { listed: Vec<PathBuf>, others: Vec<PathBuf> },
     /// A `load_dataset` cache folder (a `dataset_info.json`): its index
     /// mappings, and its other `.arrow` files as tables (a split's shards,
     /// or a `map`'s cache file) by name.
@@ -58,10 +59,8 @@ pub(crate) fn is_mapping(path: &Path, columns: &[String]) -> bool {
 
 /// What `dir` holds, when it is a local `datasets` folder.
 pub(crate) fn folder(dir: &Path) -> Option<Folder> {
-    if let Some(listed) = super::discover::saved_files(dir) {
-        return Some(Folder::Saved(listed.iter().map(|n| dir.join(n)).collect()));
-    }
-    if !is_cache_folder(dir) {
+    let saved = super::discover::saved_files(dir);
+    if saved.is_none() && !is_cache_folder(dir) {
         return None;
     }
     let info: serde_json::Value = std::fs::read(dir.join("dataset_info.json"))
@@ -80,11 +79,21 @@ pub(crate) fn folder(dir: &Path) -> Option<Folder> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| e.path().is_file())
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|n| n.ends_with(".arrow") && !n.starts_with('.'))
         .collect();
     names.sort();
+    if let Some(listed) = saved {
+        let others = names
+            .iter()
+            .filter(|n| !listed.contains(n))
+            .map(|n| dir.join(n))
+            .filter(|p| !is_datasets_indices(p))
+            .collect();
+        let listed = listed.iter().map(|n| dir.join(n)).collect();
+        return Some(Folder::Saved { listed, others });
+    }
     let mut mappings = Vec::new();
     let mut tables: Vec<(String, Vec<PathBuf>)> = Vec::new();
     for name in names {
@@ -160,8 +169,15 @@ fn base_of(path: &Path) -> Result<Vec<PathBuf>, ReadError> {
         ))
     };
     match folder(dir) {
-        Some(Folder::Saved(files)) if files.is_empty() => Err(why("its state.json lists no data files".into())),
-        Some(Folder::Saved(files)) => Ok(files),
+        Some(Folder::Saved { listed, .. }) if listed.is_empty() => {
+            Err(why("its state.json lists no data files".into()))
+        }
+        Some(Folder::Saved { listed, others }) if others.is_empty() => Ok(listed),
+        Some(Folder::Saved { others, .. }) => Err(why(format!(
+            "whether it orders the files state.json lists or the {} other data file(s) here (a map's cache) \
+             is written nowhere (it is in the code that made it)",
+            others.len()
+        ))),
         Some(Folder::Cache { tables, .. }) => cache_base(&tables).map_err(why),
         None => Err(why("not in a datasets folder".into())),
     }
