@@ -221,12 +221,33 @@ impl MappedSource {
     pub fn open_over(path: &Path, base: &[PathBuf]) -> Result<MappedSource, ReadError> {
         let indices = read_indices(path)?;
         let dir = path.parent().unwrap_or(Path::new(""));
+        let named: Vec<(String, PathBuf)> = base
+            .iter()
+            .map(|file| {
+                let name = file.file_name().map(|n| dir.join(n)).unwrap_or_else(|| file.clone());
+                (name.to_string_lossy().into_owned(), file.clone())
+            })
+            .collect();
+        MappedSource::with_indices(indices, &named)
+    }
+
+    /// The dataset `indices` defines over the data files `base` (each
+    /// named as reports show it, in table order); `None`: every row in
+    /// order (a dataset without a mapping).
+    pub fn over_files(indices: Option<Vec<u64>>, base: &[(String, PathBuf)]) -> Result<MappedSource, ReadError> {
+        let mut source = MappedSource::with_indices(indices.clone().unwrap_or_default(), base)?;
+        if indices.is_none() {
+            source.indices = (0..source.stored_rows()).collect();
+        }
+        Ok(source)
+    }
+
+    fn with_indices(indices: Vec<u64>, base: &[(String, PathBuf)]) -> Result<MappedSource, ReadError> {
         let mut parts = Vec::with_capacity(base.len());
         let mut start = 0u64;
         let mut columns: Option<Vec<String>> = None;
-        for file in base {
-            let name = file.file_name().map(|n| dir.join(n)).unwrap_or_else(|| file.clone());
-            let display: Arc<str> = name.to_string_lossy().into();
+        for (shown, file) in base {
+            let display: Arc<str> = shown.as_str().into();
             let at = |e: ReadError| ReadError::new(format!("its data file {display}: {e}"));
             let source = IpcSource::open(file).map_err(at)?;
             let rows = source
@@ -254,6 +275,11 @@ impl MappedSource {
             columns: columns.unwrap_or_default(),
             loaded: Mutex::new(None),
         })
+    }
+
+    /// Rows of the data files, end to end.
+    pub fn stored_rows(&self) -> u64 {
+        self.parts.last().map_or(0, |p| p.start + p.source.rows().unwrap_or(0))
     }
 
     /// The dataset's length (`len(ds)`).
@@ -380,7 +406,7 @@ impl Source for MappedSource {
              data file and row that store it), over {} ({} rows)",
             self.indices.len(),
             files.join(", "),
-            self.parts.last().map_or(0, |p| p.start + p.source.rows().unwrap_or(0))
+            self.stored_rows()
         )]
     }
 }
