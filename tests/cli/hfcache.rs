@@ -167,6 +167,17 @@ json.dump(out, open('want.json', 'w'))
         // The mapping named as PATH: the same dataset.
         assert_dataset(&env, maps[0].as_str().expect("mapping"), w, case);
     }
+    // Partial reports carry each example's data file, row and index: a
+    // merge of the mapped dataset's and another file's gives the one run's.
+    let (filter, plain) = (want["filter"]["mappings"][0].as_str().unwrap(), "data.jsonl");
+    let full = env.run(&["check", "-s", "s.yaml", "--format", "json", filter, plain]);
+    for (name, path) in [("a.json", filter), ("b.json", plain)] {
+        let r = env.run(&["check", "-s", "s.yaml", "--format", "json", "--partial", path]);
+        env.write(name, &r.stdout);
+    }
+    let merged = env.run(&["merge", "b.json", "a.json", "--format", "json"]);
+    assert_eq!(merged.stdout, full.stdout);
+    assert!(full.stdout.contains("\"index\""), "{}", full.stdout);
     // The filter drops planted rows: fewer rows and violations than stored.
     assert!(want["filter"]["rows"].as_u64() < want["plain"]["rows"].as_u64());
     assert!(want["filter"]["bad"].as_array().unwrap().len() < want["plain"]["bad"].as_array().unwrap().len());
