@@ -610,6 +610,7 @@ fn locate_bad<T: Lane>(
                     row: f.row,
                     value: Value::Int(v.into()),
                     xy: spot.xy(),
+                    origin: None,
                 });
             }
             if let Some(log) = tally.log.as_mut() {
@@ -618,6 +619,7 @@ fn locate_bad<T: Lane>(
                     file: f.file,
                     spot,
                     value: Value::Int(v.into()),
+                    origin: None,
                 });
             }
         }

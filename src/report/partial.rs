@@ -189,9 +189,11 @@ impl Partial {
             .map(|c| {
                 json!({
                     "violations": c.violations,
-                    "examples": c.examples.iter().map(|e| match e.xy {
-                        None => json!([e.file, e.row, typed(&e.value)]),
-                        Some((x, y)) => json!([e.file, e.row, typed(&e.value), x, y]),
+                    "examples": c.examples.iter().map(|e| match (e.xy, &e.origin) {
+                        (None, None) => json!([e.file, e.row, typed(&e.value)]),
+                        (Some((x, y)), None) => json!([e.file, e.row, typed(&e.value), x, y]),
+                        (None, Some(o)) => json!([e.file, e.row, typed(&e.value), &*o.file, o.row]),
+                        (Some((x, y)), Some(o)) => json!([e.file, e.row, typed(&e.value), x, y, &*o.file, o.row]),
                     }).collect::<Vec<_>>(),
                     "evidence": evidence_json(&c.evidence),
                 })
@@ -256,9 +258,11 @@ impl Partial {
         for c in raw.checks {
             let mut examples = Vec::with_capacity(c.examples.len());
             for e in c.examples {
-                let (file, row, value, xy) = match e {
-                    RawExample::Plain(f, r, v) => (f, r, v, None),
-                    RawExample::At(f, r, v, x, y) => (f, r, v, Some((x, y))),
+                let (file, row, value, xy, origin) = match e {
+                    RawExample::Plain(f, r, v) => (f, r, v, None, None),
+                    RawExample::At(f, r, v, x, y) => (f, r, v, Some((x, y)), None),
+                    RawExample::Mapped(f, r, v, of, or) => (f, r, v, None, Some((of, or))),
+                    RawExample::MappedAt(f, r, v, x, y, of, or) => (f, r, v, Some((x, y)), Some((of, or))),
                 };
                 if file >= files.len() {
                     return Err("an example names no file".into());
@@ -268,6 +272,7 @@ impl Partial {
                     row,
                     value: untyped(&value)?,
                     xy,
+                    origin: origin.map(|(file, row)| super::Origin { file: file.into(), row }),
                 });
             }
             checks.push(CheckTally {
@@ -326,12 +331,15 @@ struct RawCheck {
     evidence: J,
 }
 
-/// An example: (file, row, value), with (x, y) for a pixel.
+/// An example: (file, row, value), with (x, y) for a pixel, and the data
+/// file and row of a mapped dataset's row (whose `row` is its index).
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum RawExample {
     Plain(usize, u64, J),
     At(usize, u64, J, u64, u64),
+    Mapped(usize, u64, J, String, u64),
+    MappedAt(usize, u64, J, u64, u64, String, u64),
 }
 
 /// Errors in (file, unit, message) order (no file first), each said once

@@ -7,6 +7,7 @@ mod differential;
 mod distributed;
 mod filter;
 mod formats;
+mod hfcache;
 mod hostile;
 mod interop;
 mod layouts;
