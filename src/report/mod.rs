@@ -395,6 +395,17 @@ pub struct ErrorEntry {
     pub unit: u64,
 }
 
+impl ErrorEntry {
+    /// The entry with a URL's credentials redacted in its file and message.
+    pub fn redacted(self) -> ErrorEntry {
+        ErrorEntry {
+            file: self.file.map(|f| crate::redact::url(&f).into_owned()),
+            message: crate::redact::text(&self.message).into_owned(),
+            unit: self.unit,
+        }
+    }
+}
+
 impl From<&crate::Error> for ErrorEntry {
     fn from(e: &crate::Error) -> ErrorEntry {
         ErrorEntry {
@@ -535,7 +546,7 @@ impl Report {
             files: 0,
             rows: 0,
             checks: Vec::new(),
-            errors,
+            errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
             warnings: Vec::new(),
         }
     }
@@ -574,7 +585,8 @@ impl Report {
                         .into_iter()
                         .map(|e| {
                             let xy = if pixel { e.xy } else { None };
-                            (files.get(e.file).cloned().unwrap_or_default(), e.row, e.value, xy)
+                            let file = files.get(e.file).map_or("", String::as_str);
+                            (crate::redact::url(file).into_owned(), e.row, e.value, xy)
                         })
                         .collect(),
                     pixel_counts,
@@ -586,12 +598,18 @@ impl Report {
                 }
             })
             .collect();
+        // Names and messages as every rendering shows them: a URL's
+        // credentials redacted (a file's name already is; this also covers
+        // messages that quote a URL, and partials from elsewhere).
         Report {
             files: files.len(),
             rows: tally.rows,
             checks,
-            errors,
-            warnings,
+            errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
+            warnings: warnings
+                .into_iter()
+                .map(|w| crate::redact::text(&w).into_owned())
+                .collect(),
         }
     }
 }

@@ -957,7 +957,8 @@ impl Schema {
             out.push_str("dataset:\n");
         }
         if !self.files.is_empty() {
-            let files: Vec<String> = self.files.iter().map(|f| q(f)).collect();
+            // (A presigned URL listed here keeps its credentials out.)
+            let files: Vec<String> = self.files.iter().map(|f| q(&crate::redact::url(f))).collect();
             let _ = writeln!(out, "  files: [{}]", files.join(", "));
         }
         if let Some(l) = self.layout {

@@ -22,6 +22,7 @@ mod remote_tokens;
 mod remote_vision;
 mod sample_data;
 mod schema_errors;
+mod secrets;
 mod tokens;
 mod util;
 mod violations;

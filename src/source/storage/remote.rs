@@ -140,7 +140,7 @@ fn http_key(key: &str) -> String {
 
 /// `%XX` escapes decoded (an invalid escape, or bytes that are not UTF-8,
 /// left as typed).
-pub(super) fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -420,13 +420,28 @@ fn store(root: &str) -> Result<Store, String> {
                 .build()
                 .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, from.to_string()))
         }
-        // A URL typed with http:// is read over plain HTTP as typed.
-        "http" | "https" => object_store::http::HttpBuilder::new()
-            .with_url(root)
-            .with_retry(retry())
-            .with_client_options(client_options(scheme == "http"))
-            .build()
-            .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, "none (plain HTTP)".to_string())),
+        // A URL typed with http:// is read over plain HTTP as typed; its
+        // `user:password@` is sent as Basic authorization.
+        "http" | "https" => {
+            let (root, basic) = basic_auth(root);
+            let mut headers = reqwest::header::HeaderMap::new();
+            let from = match basic {
+                Some(b) => {
+                    let mut value = reqwest::header::HeaderValue::from_str(&b)
+                        .map_err(|_| "the URL's user name or password is not a valid header value".to_string())?;
+                    value.set_sensitive(true);
+                    headers.insert(reqwest::header::AUTHORIZATION, value);
+                    "the URL's user name and password (HTTP Basic)"
+                }
+                None => "none (plain HTTP)",
+            };
+            object_store::http::HttpBuilder::new()
+                .with_url(root)
+                .with_retry(retry())
+                .with_client_options(client_options(scheme == "http").with_default_headers(headers))
+                .build()
+                .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, from.to_string()))
+        }
         _ => return Err(format!("unsupported URL scheme {scheme}://")),
     };
     let (store, credentials) = built.map_err(|e| match e.to_string() {
@@ -441,6 +456,43 @@ fn store(root: &str) -> Result<Store, String> {
         .unwrap_or_else(|e| e.into_inner())
         .insert(root.to_string(), s.clone());
     Ok(s)
+}
+
+/// An `http(s)://` root without its `user:password@`, and that userinfo
+/// as a Basic authorization header's value (percent-escapes decoded, as
+/// browsers and curl send it).
+fn basic_auth(root: &str) -> (String, Option<String>) {
+    let Some(at) = root.find("://").map(|i| i + 3) else {
+        return (root.to_string(), None);
+    };
+    let end = root[at..].find(['/', '?', '#']).map_or(root.len(), |i| at + i);
+    let Some(sign) = root[at..end].rfind('@').map(|i| at + i) else {
+        return (root.to_string(), None);
+    };
+    let info = &root[at..sign];
+    let (user, password) = info.split_once(':').unwrap_or((info, ""));
+    let pair = format!("{}:{}", percent_decode(user), percent_decode(password));
+    (
+        format!("{}{}", &root[..at], &root[sign + 1..]),
+        Some(format!("Basic {}", base64(pair.as_bytes()))),
+    )
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            out.push(if i <= c.len() {
+                A[(n >> (18 - 6 * i) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
 }
 
 /// Sizes of the objects listings found, by URL: opening a listed object
@@ -1016,6 +1068,17 @@ mod tests {
             split("hf://datasets/o/n@refs/pr/3/d/x"),
             Some(("hf://datasets/o/n@refs/pr/3", "d/x"))
         );
+    }
+
+    #[test]
+    fn userinfo_becomes_basic_authorization() {
+        assert_eq!(
+            basic_auth("https://u%40x:p%3Ass@h:1/?sig=1"),
+            ("https://h:1/?sig=1".to_string(), Some("Basic dUB4OnA6c3M=".to_string()))
+        );
+        assert_eq!(basic_auth("http://h/"), ("http://h/".to_string(), None));
+        assert_eq!(base64(b"user:pw"), "dXNlcjpwdw==");
+        assert_eq!(base64(b"ab"), "YWI=");
     }
 
     #[test]
