@@ -10,13 +10,17 @@ pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) 
         return 2;
     }
     let dir = output.parent().unwrap_or(std::path::Path::new("."));
-    let text = match crate::init::propose(paths, model, dir) {
-        Ok(t) => t,
+    let proposal = match crate::init::propose(paths, model, dir) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
         }
     };
+    for (path, why) in &proposal.skipped {
+        eprintln!("init: not used: {path}: {why}");
+    }
+    let text = proposal.text;
     // What init writes must be a schema that check accepts.
     if let Err(e) = crate::Schema::from_yaml(&text, output) {
         eprintln!("error: the proposed schema does not validate ({e}):\n{text}");
@@ -26,6 +30,14 @@ pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) 
         eprintln!("error: {}: {e}", output.display());
         return 2;
     }
-    eprintln!("wrote {}", output.display());
+    let schema = if output == Path::new("preflight.yaml") {
+        String::new()
+    } else {
+        format!(" -s {}", output.display())
+    };
+    eprintln!(
+        "wrote {}; review its bounds, then `preflight check{schema}` checks the files it lists",
+        output.display()
+    );
     0
 }

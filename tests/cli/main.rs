@@ -6,6 +6,7 @@ mod dictionary;
 mod differential;
 mod distributed;
 mod filter;
+mod first_run;
 mod formats;
 mod hostile;
 mod interop;

@@ -760,12 +760,80 @@ impl Object {
     /// One request (see [`get`]) that pins the object's version when it is
     /// the first, and checks the size against the listing's.
     fn request(&self, range: Option<GetRange>) -> Result<(u64, Bytes), ReadError> {
+        if let (Some(r), Some(all)) = (&range, self.kept_whole()) {
+            return Ok((all.len() as u64, slice(&all, r)));
+        }
         let store = &self.store;
-        let (meta, bytes) = runtime()
-            .block_on(get(store.store.clone(), self.key.clone(), range, self.pinned()))
-            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        let (meta, bytes) =
+            match runtime().block_on(get(store.store.clone(), self.key.clone(), range.clone(), self.pinned())) {
+                Ok(got) => got,
+                Err(e) if ignores_range(&e) => {
+                    let all = self.whole()?;
+                    let r = range.unwrap_or(GetRange::Offset(0));
+                    return Ok((all.len() as u64, slice(&all, &r)));
+                }
+                Err(e) => return Err(ReadError::new(describe(&e, &store.credentials))),
+            };
         self.pin(&meta)?;
         Ok((meta.size, bytes))
+    }
+
+    /// The object read whole, for a server that answers a ranged GET with
+    /// all of it (200, not 206; Python's `http.server` is one): one plain
+    /// GET when it is at most [`WHOLE_MAX`] bytes, kept for the readers
+    /// that open it again; a larger one is refused, naming its size.
+    fn whole(&self) -> Result<Bytes, ReadError> {
+        if let Some(all) = self.kept_whole() {
+            return Ok(all);
+        }
+        let size = match self.size {
+            Some(size) => size,
+            None => self.request(None)?.0,
+        };
+        if size > WHOLE_MAX {
+            return Err(ReadError::new(format!(
+                "the server does not serve byte ranges (it answered a ranged GET with the whole object); \
+                 objects up to {} MiB are then read whole, and this one is {size} bytes: serve it from a \
+                 server that answers Range requests, or download it and check the copy",
+                WHOLE_MAX >> 20
+            )));
+        }
+        let store = &self.store;
+        let options = GetOptions {
+            if_match: self.pinned(),
+            ..Default::default()
+        };
+        let key = self.key.clone();
+        let (meta, all) = runtime()
+            .block_on(async {
+                let r = store.store.get_opts(&key, options).await?;
+                let meta = r.meta.clone();
+                let bytes = r.bytes().await?;
+                REQUESTS.fetch_add(1, Ordering::Relaxed);
+                BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                Ok::<_, object_store::Error>((meta, bytes))
+            })
+            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        self.pin(&meta)?;
+        if all.len() as u64 != size || meta.size != size {
+            return Err(changed());
+        }
+        let mut kept = wholes().lock().unwrap_or_else(|e| e.into_inner());
+        kept.push_back((self.url.clone(), all.clone()));
+        let mut total: u64 = kept.iter().map(|(_, b)| b.len() as u64).sum();
+        while total > WHOLE_KEPT && kept.len() > 1 {
+            total -= kept.pop_front().map_or(0, |(_, b)| b.len() as u64);
+        }
+        Ok(all)
+    }
+
+    /// This object as [`Object::whole`] read it, if it is kept.
+    fn kept_whole(&self) -> Option<Bytes> {
+        if !is_http(&self.url) {
+            return None;
+        }
+        let kept = wholes().lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(u, _)| *u == self.url).map(|(_, b)| b.clone())
     }
 
     /// Pins the version a response came from (the first), or checks that
@@ -852,9 +920,23 @@ impl Object {
                 Ok(bytes)
             }
         };
-        runtime()
-            .block_on(object_store::coalesce_ranges(ranges, fetch, coalesce))
-            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))
+        if let Some(all) = self.kept_whole() {
+            return Ok(ranges
+                .iter()
+                .map(|r| slice(&all, &GetRange::Bounded(r.clone())))
+                .collect());
+        }
+        match runtime().block_on(object_store::coalesce_ranges(ranges, fetch, coalesce)) {
+            Ok(got) => Ok(got),
+            Err(e) if ignores_range(&e) => {
+                let all = self.whole()?;
+                Ok(ranges
+                    .iter()
+                    .map(|r| slice(&all, &GetRange::Bounded(r.clone())))
+                    .collect())
+            }
+            Err(e) => Err(ReadError::new(describe(&e, &store.credentials))),
+        }
     }
 
     /// The object read from its start, block by block (see [`Stream`]).
@@ -909,15 +991,25 @@ impl Stream {
         if self.pos >= self.size {
             return Ok(());
         }
+        if let Some(all) = self.object.kept_whole() {
+            return self.rest_of(all);
+        }
         let ahead = match self.ahead.take() {
             Some(a) => a,
             None => self.start(self.pos),
         };
         let credentials = &self.object.store.credentials;
-        let (meta, bytes) = runtime()
+        let got = runtime()
             .block_on(ahead)
-            .map_err(|_| ReadError::new("a request was cancelled"))?
-            .map_err(|e| ReadError::new(describe(&e, credentials)))?;
+            .map_err(|_| ReadError::new("a request was cancelled"))?;
+        let (meta, bytes) = match got {
+            Ok(got) => got,
+            Err(e) if ignores_range(&e) => {
+                let all = self.object.whole()?;
+                return self.rest_of(all);
+            }
+            Err(e) => return Err(ReadError::new(describe(&e, credentials))),
+        };
         self.object.pin(&meta)?;
         let want = (self.size - self.pos).min(BLOCK);
         if meta.size != self.size || bytes.len() as u64 != want {
@@ -928,6 +1020,18 @@ impl Stream {
         if self.pos < self.size {
             self.ahead = Some(self.start(self.pos));
         }
+        Ok(())
+    }
+}
+
+impl Stream {
+    /// The rest of the object from what [`Object::whole`] read.
+    fn rest_of(&mut self, all: Bytes) -> Result<(), ReadError> {
+        if all.len() as u64 != self.size {
+            return Err(changed());
+        }
+        self.buf = all.slice(self.pos as usize..);
+        self.pos = self.size;
         Ok(())
     }
 }
@@ -951,6 +1055,44 @@ impl Drop for Stream {
             a.abort();
         }
     }
+}
+
+/// Objects up to this size are read whole from a server that ignores
+/// Range (see [`Object::whole`]); larger ones are refused.
+const WHOLE_MAX: u64 = 64 << 20;
+
+/// Whole objects kept for readers that open them again, by URL; the
+/// oldest are dropped past this many bytes.
+const WHOLE_KEPT: u64 = 256 << 20;
+
+fn wholes() -> &'static Mutex<std::collections::VecDeque<(String, Bytes)>> {
+    static KEPT: OnceLock<Mutex<std::collections::VecDeque<(String, Bytes)>>> = OnceLock::new();
+    KEPT.get_or_init(Default::default)
+}
+
+/// Whether a request failed because the server answered a ranged GET with
+/// the whole object (200).
+fn ignores_range(e: &object_store::Error) -> bool {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    // (The HTTP client's words, and the other clients'.)
+    text.contains("Range request not supported") || text.contains("non-partial response")
+}
+
+/// The bytes `range` names of a whole object (clamped to it).
+fn slice(all: &Bytes, range: &GetRange) -> Bytes {
+    let size = all.len() as u64;
+    let (start, end) = match range {
+        GetRange::Bounded(r) => (r.start, r.end),
+        GetRange::Offset(o) => (*o, size),
+        GetRange::Suffix(n) => (size.saturating_sub(*n), size),
+    };
+    let end = end.min(size);
+    all.slice(start.min(end) as usize..end as usize)
 }
 
 fn changed() -> ReadError {
@@ -1000,8 +1142,8 @@ fn describe(e: &object_store::Error, credentials: &str) -> String {
                 Some(412) => changed().message,
                 Some(429) | Some(503) => format!("throttled (HTTP {}){retries}", status.unwrap_or(0)),
                 Some(s) => format!("the server answered HTTP {s}{retries}"),
-                None if text.contains("non-partial response") => {
-                    "the server ignores Range requests (it answered 200 to a ranged GET)".into()
+                None if ignores_range(e) => {
+                    "the server does not serve byte ranges (it answered a ranged GET with the whole object)".into()
                 }
                 None if text.contains("credential") || text.contains("Credential") => format!(
                     "no credentials found (looked in {credentials}); set them in the environment, \
