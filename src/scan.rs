@@ -282,19 +282,22 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
     let mut only: Vec<Option<Vec<usize>>> = Vec::new();
     let mut unmatched = Vec::new();
     for u in units {
+        // A unit's name as reports show it (a plan written by hand may
+        // hold a URL's credentials).
+        let shown = crate::redact::url(&u.file);
         if let Some(message) = &u.error {
             unmatched.push(ErrorEntry {
-                file: Some(u.file.clone()),
-                message: message.clone(),
+                file: Some(shown.into_owned()),
+                message: crate::redact::text(message).into_owned(),
                 unit: 0,
             });
             continue;
         }
-        let at = match files.iter().position(|f| f.display == u.file) {
+        let at = match files.iter().position(|f| f.display == shown) {
             Some(i) => i,
             None => {
                 files.push(DataFile {
-                    display: u.file.clone(),
+                    display: shown.into_owned(),
                     path: u.path.clone(),
                     label: u.class.as_ref().map(|(index, class)| FolderLabel {
                         index: *index,

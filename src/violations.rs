@@ -376,7 +376,7 @@ fn write_to(
     Ok(n)
 }
 
-/// A JSON Lines record, keys in the order of the SPEC.
+/// A JSON Lines record, keys in the documented order.
 #[derive(serde::Serialize)]
 struct Line<'a> {
     file: &'a str,

@@ -158,7 +158,7 @@ pub struct CheckArgs {
 pub enum Format {
     /// Diagnostics for people
     Human,
-    /// The JSON report of SPEC.md
+    /// One JSON document (its keys are described in the README, "The JSON report")
     Json,
     /// GitHub Actions annotations naming file and row
     Github,

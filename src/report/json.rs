@@ -1,4 +1,4 @@
-//! The JSON report: exactly the layout of SPEC.md, keys in its order, and
+//! The JSON report: the layout the README documents ("JSON report"), keys in its order, and
 //! nothing that varies between runs over the same input.
 
 use serde::Serialize;

@@ -404,6 +404,17 @@ pub struct ErrorEntry {
     pub unit: u64,
 }
 
+impl ErrorEntry {
+    /// The entry with a URL's credentials redacted in its file and message.
+    pub fn redacted(self) -> ErrorEntry {
+        ErrorEntry {
+            file: self.file.map(|f| crate::redact::url(&f).into_owned()),
+            message: crate::redact::text(&self.message).into_owned(),
+            unit: self.unit,
+        }
+    }
+}
+
 impl From<&crate::Error> for ErrorEntry {
     fn from(e: &crate::Error) -> ErrorEntry {
         ErrorEntry {
@@ -577,7 +588,7 @@ impl Report {
             files: 0,
             rows: 0,
             checks: Vec::new(),
-            errors,
+            errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
             warnings: Vec::new(),
         }
     }
@@ -615,14 +626,14 @@ impl Report {
                             let xy = if pixel { e.xy } else { None };
                             match e.origin {
                                 Some(o) => ReportExample {
-                                    file: o.file.to_string(),
+                                    file: crate::redact::url(&o.file.to_string()).into_owned(),
                                     row: o.row,
                                     value: e.value,
                                     xy,
                                     index: Some(e.row),
                                 },
                                 None => ReportExample {
-                                    file: files.get(e.file).cloned().unwrap_or_default(),
+                                    file: crate::redact::url(files.get(e.file).map_or("", String::as_str)).into_owned(),
                                     row: e.row,
                                     value: e.value,
                                     xy,
@@ -640,12 +651,18 @@ impl Report {
                 }
             })
             .collect();
+        // Names and messages as every rendering shows them: a URL's
+        // credentials redacted (a file's name already is; this also covers
+        // messages that quote a URL, and partials from elsewhere).
         Report {
             files: files.len(),
             rows: tally.rows,
             checks,
-            errors,
-            warnings,
+            errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
+            warnings: warnings
+                .into_iter()
+                .map(|w| crate::redact::text(&w).into_owned())
+                .collect(),
         }
     }
 }

@@ -28,7 +28,8 @@ use crate::source::{Format, Hints};
 /// A data file to check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataFile {
-    /// The path as reports show it.
+    /// The path as reports show it: a URL's credentials redacted
+    /// ([`crate::redact::url`]); `path` keeps them for requests.
     pub display: String,
     /// The path to open.
     pub path: PathBuf,
@@ -50,7 +51,7 @@ impl DataFile {
     /// A data file named by its path.
     pub fn new(path: PathBuf) -> DataFile {
         DataFile {
-            display: path.to_string_lossy().into_owned(),
+            display: crate::redact::url(&path.to_string_lossy()).into_owned(),
             path,
             label: None,
         }
