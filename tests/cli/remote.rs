@@ -901,7 +901,9 @@ for i in range(100):
 /// from S3: the same errors, in the same words, as from the disk (an IPC
 /// stream or a TFRecord file cut short included, which the remote readers
 /// meet as they stream). The one MDS folder without its `index.json` is
-/// left out: its error names the cause in the storage's words.
+/// left out: its error names the cause in the storage's words; so are the
+/// `datasets` folders whose index mapping lies, which are read through the
+/// mapping only from a disk and refused, whole, in storage.
 #[test]
 fn the_broken_corpus_from_s3_fails_as_it_does_locally() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken");
@@ -921,6 +923,8 @@ fn the_broken_corpus_from_s3_fails_as_it_does_locally() {
         .filter(|n| !["make.py", "README.md", "expected.json", "mds_no_index"].contains(&n.as_str()))
         .collect();
     names.sort();
+    let (mapped, names): (Vec<String>, Vec<String>) = names.into_iter().partition(|n| n.starts_with("hf_mapping"));
+    assert_eq!(mapped.len(), 2, "{mapped:?}");
     assert!(names.len() >= 70, "{names:?}");
     let locals: Vec<String> = names.iter().map(|n| format!("{shown}/{n}")).collect();
     let urls: Vec<String> = names.iter().map(|n| format!("s3://bkt/broken/{n}")).collect();
@@ -935,6 +939,20 @@ fn the_broken_corpus_from_s3_fails_as_it_does_locally() {
         renamed(&local, &format!("{shown}/"), "/")
     );
     assert_eq!(remote["files"], local["files"]);
+    for n in &mapped {
+        let url = format!("s3://bkt/broken/{n}");
+        let r = servers.check(&env, &["-s", "s.yaml", url.as_str()], 2);
+        assert_eq!(r["files"], 0, "{r}");
+        let errors = r["errors"].as_array().expect("errors");
+        assert_eq!(errors.len(), 1, "{r}");
+        assert_eq!(errors[0]["file"], url.as_str(), "{r}");
+        let message = errors[0]["message"].as_str().expect("message");
+        assert!(
+            message.starts_with("1 datasets index mapping(s) here")
+                && message.contains("only to a folder on a local disk; nothing in this folder was read"),
+            "{message}"
+        );
+    }
 }
 
 /// A Hub dataset at one of the Hub's special revisions

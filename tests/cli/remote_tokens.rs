@@ -289,12 +289,12 @@ json.dump(sum(v >= 100 for r in loaded['input_ids'] for v in r), open('want.json
     );
 }
 
-/// A `load_dataset` cache folder in storage (no `state.json`): the index
-/// mapping a `shuffle` wrote there (`cache-*.arrow`, one `indices` column)
-/// is skipped with the local search's warning; a `map`'s cache file, which
-/// holds data, is checked, as locally.
+/// A `load_dataset` cache folder in storage (no `state.json`) holding the
+/// index mapping a `shuffle` wrote (`cache-*.arrow`, one `indices` column)
+/// is refused whole, with an error saying why, rather than judged as its
+/// stored rows; on a disk the same folder is refused too.
 #[test]
-fn load_dataset_cache_folders_from_s3_report_as_local() {
+fn load_dataset_cache_folders_with_a_mapping_in_s3_are_refused() {
     let env = Env::new();
     env.python(
         r#"
@@ -310,13 +310,24 @@ assert len(names) == 2, names
     );
     let servers = Servers::start(env.dir.path());
     servers.upload(&env, "c", "bkt", "c/");
-    let r = same_as_local(
-        &servers,
-        &env,
-        "columns:\n  label: {kind: class, num_classes: 5}\n",
-        "c",
-        1,
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 5}\n");
+    // On a disk: a mapping beside two tables (the split and the map's
+    // output) names no dataset, so the folder is refused, saying why.
+    let local = servers.check(&env, &["-s", "s.yaml", "c"], 2);
+    assert_eq!(local["files"], 0, "{local}");
+    assert!(
+        local["errors"][0]["message"]
+            .to_string()
+            .contains("a datasets index mapping here"),
+        "{local}"
     );
-    assert_eq!(r["files"], 2, "{r}");
-    assert!(r["warnings"].to_string().contains("index mapping(s) skipped"), "{r}");
+    // In storage a mapping is never applied: the folder is refused too,
+    // and none of its stored rows is judged as the dataset's.
+    let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/c/"], 2);
+    assert_eq!(remote["files"], 0, "{remote}");
+    assert_eq!(remote["rows"], 0, "{remote}");
+    let errors = remote["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{remote}");
+    let message = errors[0]["message"].as_str().expect("message");
+    assert!(message.starts_with("1 datasets index mapping(s) here"), "{message}");
 }

@@ -238,16 +238,34 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             })
         })
         .collect();
-    notes.extend(mappings.into_iter().map(|(dir, n)| {
-        (
-            dir.to_string_lossy().into_owned(),
+    for (dir, n) in mappings {
+        let shown = dir.to_string_lossy().into_owned();
+        if crate::source::storage::remote::is_url(&dir) {
+            // The dataset is the mapping applied to this folder's data,
+            // which is read only from a disk: its stored rows are not the
+            // dataset's, so nothing here is judged.
+            files.retain(|f| f.path.parent() != Some(dir.as_path()));
+            errors.push(Error::Discover {
+                path: shown,
+                message: format!(
+                    "{n} datasets index mapping(s) here (cache-*.arrow holding only an `indices` column, \
+                     written by filter/shuffle/sort/select/train_test_split): the dataset is a mapping \
+                     applied to the data files, which preflight applies only to a folder on a local disk; \
+                     nothing in this folder was read: check a local copy, or the Dataset with the Python \
+                     API's Validator.check_dataset"
+                ),
+            });
+            continue;
+        }
+        notes.push((
+            shown,
             format!(
                 "{n} datasets index mapping(s) skipped (cache-*.arrow holding only an `indices` column, \
                  written by shuffle/select/sort/train_test_split: a row order over the data files here, \
                  not data)"
             ),
-        )
-    }));
+        ));
+    }
     notes.extend(unlabelled.into_iter().map(|(arg, skipped)| {
         let names: Vec<String> = skipped
             .iter()
@@ -634,7 +652,7 @@ impl Found<'_> {
             let refuse = |why: String| Error::Discover {
                 path: dir.to_string_lossy().into_owned(),
                 message: format!(
-                    "{why}; nothing in this folder was read: name the mapping of the dataset the training uses                      as PATH (its rows are then read as that dataset's, by index), or a data file to check                      it as stored"
+                    "{why}; nothing in this folder was read: name the mapping of the dataset the training uses as PATH (its rows are then read as that dataset's, by index), or a data file to check it as stored"
                 ),
             };
             if mappings.len() > 1 || (mappings.len() == 1 && tables.len() != 1) {
@@ -648,7 +666,7 @@ impl Found<'_> {
                     names(std::slice::from_ref(m))
                 ))),
                 (many, _) => self.errors.push(refuse(format!(
-                    "{} datasets index mappings here ({}): each is a dataset (a filter, shuffle, sort, select                      or train_test_split of the loaded data; train_test_split writes two), and which one the                      training uses is written nowhere in the folder",
+                    "{} datasets index mappings here ({}): each is a dataset (a filter, shuffle, sort, select or train_test_split of the loaded data; train_test_split writes two), and which one the training uses is written nowhere in the folder",
                     many.len(),
                     names(many)
                 ))),
