@@ -11,7 +11,8 @@ pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) 
     }
     let dir = output.parent().unwrap_or(std::path::Path::new("."));
     let text = match crate::init::propose(paths, model, dir) {
-        Ok(t) => t,
+        // The first line points editors at the JSON Schema of the file.
+        Ok(t) => format!("{}\n{t}", crate::schema::editor_schema_line()),
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
