@@ -373,7 +373,7 @@ impl Tally {
 }
 
 /// A failure that kept some data from being checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ErrorEntry {
     /// The file it concerns, as the user named it, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
