@@ -37,7 +37,7 @@ export PREFLIGHT_TEST_PYTHON="$PWD/$venv/bin/python"
 # fresh venv without Rust, and the pytest suite runs against it installed
 # in the test venv.
 python/tests/wheel.sh build
-PREFLIGHT_TEST_WHEEL="$(echo "$PWD"/target/wheel/dist/preflight-*.whl)"
+PREFLIGHT_TEST_WHEEL="$(echo "$PWD"/target/wheel/dist/data_preflight-*.whl)"
 export PREFLIGHT_TEST_WHEEL
 # The docs (docs/, mdBook): the pinned mdbook is built once into
 # target/tools (about 5 minutes on 2 busy cores; kept across runs) and the

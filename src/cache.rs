@@ -129,6 +129,10 @@ fn file_key(f: &DataFile) -> Option<String> {
     if !meta.is_file() {
         return None;
     }
+    // A `datasets` index mapping's rows live in other files: read each time.
+    if f.label.is_none() && crate::source::layouts::hfcache::is_mapping(&f.path, &[]) {
+        return None;
+    }
     let canonical = f.path.canonicalize().ok()?;
     let mut file = File::open(&f.path).ok()?;
     let len = meta.len();

@@ -77,21 +77,23 @@ pub enum Error {
 }
 
 impl Error {
-    /// The data or schema file the error belongs to, as the user named it.
+    /// The data or schema file the error belongs to, as the user named it
+    /// (a URL's credentials redacted: [`crate::redact`]).
     pub fn file(&self) -> Option<String> {
-        match self {
+        let file = match self {
             Error::Schema { file, .. } | Error::Reference { file, .. } => Some(file.display().to_string()),
             Error::Discover { path, .. }
             | Error::Read { path, .. }
             | Error::MissingColumn { path, .. }
             | Error::ColumnType { path, .. } => Some(path.clone()),
-        }
+        };
+        file.map(|f| crate::redact::url(&f).into_owned())
     }
 
     /// The message without the file name in front (the report shows the file
-    /// in its own field).
+    /// in its own field), URLs in it redacted.
     pub fn message(&self) -> String {
-        match self {
+        let message = match self {
             Error::Schema { key, message, .. } => match key {
                 Some(k) => format!("{k}: {message}"),
                 None => message.clone(),
@@ -103,7 +105,8 @@ impl Error {
                 "column `{column}` is missing (the schema requires it; add `optional: true` if it may be absent)"
             ),
             Error::ColumnType { column, message, .. } => format!("column `{column}`: {message}"),
-        }
+        };
+        crate::redact::text(&message).into_owned()
     }
 }
 

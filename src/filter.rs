@@ -109,6 +109,7 @@ pub fn filter(plan: &Plan, out_dir: &Path) -> Result<(Report, Manifest), Report>
             }),
         }
     }
+    let mut errors: Vec<ErrorEntry> = errors.into_iter().map(ErrorEntry::redacted).collect();
     errors.sort_by(|a, b| a.file.cmp(&b.file).then(a.message.cmp(&b.message)));
     let manifest = Manifest { files: written, errors };
     let text = serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n";

@@ -3,7 +3,7 @@
 //! A schema written by hand copies numbers that drift; `init` writes one that
 //! a person can read and commit. Bounds come from the model's config.json as
 //! references (so they follow the model), wired the way each `model_type`
-//! consumes them (torch-semantics part B); without a model, from what the data
+//! consumes them; without a model, from what the data
 //! shows, each with a comment saying what it was inferred from. A model's
 //! bound is kept even where the data breaks it (that drift is what `check`
 //! exists to catch); `init` then says so on stderr.
@@ -121,19 +121,121 @@ fn past(column: &str, reaches: &str, bound: &str) -> String {
     format!("column `{column}` {reaches} but {bound}: `preflight check` will report them")
 }
 
-/// A proposed schema, and where the data already breaks the model's bounds.
+/// A proposed schema, where the data already breaks the model's bounds,
+/// and the PATHs it was not made from.
 #[derive(Debug, Default)]
 pub struct Proposal {
-    /// The schema, as YAML text.
+    /// The schema as YAML text; its `dataset.files` lists the PATHs
+    /// profiled (relative to the schema's folder), so `preflight check`
+    /// with no PATH checks what `init` saw.
     pub text: String,
     /// One line per column whose data breaks a bound the model defines.
     pub warnings: Vec<String>,
+    /// Each PATH not used, with why.
+    pub skipped: Vec<(String, String)>,
 }
 
-/// Writes a proposed schema for the data at `paths` (and the model at
-/// `model`, a folder with config.json) as YAML text; `schema_dir` is where
-/// the schema will live, which model references are relative to.
+/// Proposes a schema for the data at `paths` (and the model at `model`, a
+/// folder with config.json); `schema_dir` is where the schema will live,
+/// which model references and `dataset.files` are relative to.
 pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<Proposal, String> {
+    let Draft {
+        text,
+        used,
+        skipped,
+        warnings,
+    } = draft(paths, model, schema_dir)?;
+    let files: Vec<String> = used.iter().map(|p| yaml_str(&dataset_path(p, schema_dir))).collect();
+    let line = format!(
+        "  files: [{}]  # what init profiled; `preflight check` with no PATH checks these\n",
+        files.join(", ")
+    );
+    let text = match text.find("\ndataset:\n") {
+        Some(at) => {
+            let at = at + "\ndataset:\n".len();
+            format!("{}{line}{}", &text[..at], &text[at..])
+        }
+        None => match text.find("\ncolumns:\n") {
+            Some(at) => format!("{}\ndataset:\n{line}{}", &text[..at], &text[at + 1..]),
+            None => text,
+        },
+    };
+    Ok(Proposal {
+        text,
+        warnings,
+        skipped,
+    })
+}
+
+/// A PATH as `dataset.files` lists it: relative to the schema's folder
+/// (`../data` included) when the two share a folder below the root, else
+/// absolute; a URL as typed.
+fn dataset_path(path: &Path, schema_dir: &Path) -> String {
+    use std::path::Component;
+    if source::storage::remote::is_url(path) {
+        return path.to_string_lossy().into_owned();
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let full = path.canonicalize().unwrap_or_else(|_| cwd.join(path));
+    let base = if schema_dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        schema_dir
+    };
+    let base = base.canonicalize().unwrap_or_else(|_| cwd.join(base));
+    let (a, b): (Vec<Component>, Vec<Component>) = (full.components().collect(), base.components().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common < 2 {
+        return full.to_string_lossy().into_owned();
+    }
+    let mut rel = PathBuf::new();
+    for _ in common..b.len() {
+        rel.push("..");
+    }
+    for c in &a[common..] {
+        rel.push(c);
+    }
+    if rel.as_os_str().is_empty() {
+        ".".into()
+    } else {
+        rel.to_string_lossy().into_owned()
+    }
+}
+
+/// Whether `file` is `arg` or lies below it (a glob: matches it).
+fn comes_from(file: &Path, arg: &Path) -> bool {
+    if file == arg || file.starts_with(arg) {
+        return true;
+    }
+    let text = arg.to_string_lossy();
+    text.contains(['*', '?', '['])
+        && glob::Pattern::new(&text).is_ok_and(|p| {
+            file.ancestors()
+                .any(|a| p.matches_path_with(a, glob::MatchOptions::new()))
+        })
+}
+
+/// PATHs not in `used`, each with `why`.
+fn not_used(paths: &[PathBuf], used: &[PathBuf], why: impl Fn(&Path) -> String) -> Vec<(String, String)> {
+    paths
+        .iter()
+        .filter(|p| !used.iter().any(|u| comes_from(u, p)))
+        .map(|p| (p.to_string_lossy().into_owned(), why(p)))
+        .collect()
+}
+
+/// A proposal before `dataset.files` is written into it.
+struct Draft {
+    text: String,
+    /// The paths `dataset.files` lists.
+    used: Vec<PathBuf>,
+    skipped: Vec<(String, String)>,
+    warnings: Vec<String>,
+}
+
+/// The proposal's text, what it was made from, what it skipped, and where
+/// the data breaks the model's bounds.
+fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<Draft, String> {
     let model = match model {
         None => None,
         Some(dir) => {
@@ -152,8 +254,16 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
     };
     // Image folders, YOLO label trees and COCO files have their own proposal.
     if let Some(layout) = crate::source::layouts::propose::propose(paths, schema_dir) {
-        return layout.map(|text| Proposal {
+        let (text, used) = layout?;
+        let skipped = not_used(paths, &used, |_| {
+            "no COCO annotation file here, and a schema proposed from COCO files checks those; \
+             run init on it alone for a schema of its own"
+                .into()
+        });
+        return Ok(Draft {
             text,
+            used,
+            skipped,
             warnings: Vec::new(),
         });
     }
@@ -167,7 +277,6 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
         ],
         ..Default::default()
     };
-    let (mut files, errors) = discover::discover_with(paths, &hints);
     // WebDataset and TFRecord shards are searched for a schema's member or
     // feature names; without a schema yet, every shard is (a folder of
     // shards alone is then no "folder without data files").
@@ -177,19 +286,48 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             Some(source::Format::WebDataset | source::Format::TfRecord)
         )
     };
-    let shards: Vec<discover::DataFile> = discover::discover(paths).0.into_iter().filter(is_shard).collect();
+    let found = |paths: &[PathBuf]| {
+        let (mut files, errors) = discover::discover_with(paths, &hints);
+        files.extend(discover::discover(paths).0.into_iter().filter(is_shard));
+        files.sort_by(|a, b| a.display.cmp(&b.display));
+        files.dedup_by(|a, b| a.display == b.display);
+        (files, errors)
+    };
+    let (mut files, errors) = found(paths);
     if let Some(e) = errors.first()
-        && shards.is_empty()
+        && !files.iter().any(is_shard)
     {
         return Err(e.to_string());
     }
-    files.extend(shards);
-    files.sort_by(|a, b| a.display.cmp(&b.display));
-    files.dedup_by(|a, b| a.display == b.display);
     let is_image = |f: &discover::DataFile| source::Format::from_path(&f.path) == Some(source::Format::Image);
-    if files.iter().any(|f| !is_image(f)) {
+    let beside_tables = files.iter().any(|f| !is_image(f));
+    if beside_tables {
         files.retain(|f| !is_image(f));
     }
+    // What each PATH found, to name those that gave nothing profiled.
+    let used: Vec<PathBuf> = paths
+        .iter()
+        .filter(|p| {
+            let (own, _) = found(std::slice::from_ref(*p));
+            own.iter().any(|f| files.iter().any(|g| g.display == f.display))
+        })
+        .cloned()
+        .collect();
+    let skipped = not_used(paths, &used, |p| {
+        let (own, errors) = found(&[p.to_path_buf()]);
+        if let Some(e) = errors.first().filter(|_| own.is_empty()) {
+            e.message()
+        } else if beside_tables && !own.is_empty() && own.iter().all(is_image) {
+            format!(
+                "{} image(s) not profiled: beside tables an image is taken for a picture, not a mask; \
+                 run `preflight init {}` on its own for a schema of the masks",
+                own.len(),
+                p.display()
+            )
+        } else {
+            "nothing here was profiled".into()
+        }
+    });
     let mut masks = masks::MaskProfile::default();
     if files.is_empty() {
         return Err("no data files found".into());
@@ -294,7 +432,12 @@ pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Re
             let _ = writeln!(out, "    {l}");
         }
     }
-    Ok(Proposal { text: out, warnings })
+    Ok(Draft {
+        text: out,
+        used,
+        skipped,
+        warnings,
+    })
 }
 
 fn profile(p: &mut Profile, col: &ArrayRef) {

@@ -46,6 +46,7 @@ pub mod init;
 pub mod pairing;
 mod pixels;
 pub mod progress;
+pub mod redact;
 pub mod report;
 pub mod scan;
 pub mod schema;

@@ -1,7 +1,7 @@
 //! The pixel transform: encoded images (an image file's bytes, or a
 //! table's binary / `{bytes: ...}` column whose schema column sets
 //! `decode`) become arrays of class values for the check kernels, read the
-//! way the column's loader reads them (SPEC "Images").
+//! way the column's loader reads them (docs/src/sources/masks.md).
 //!
 //! It sits between the sources and the kernels: the kernels only ever see
 //! an Arrow array, one per image: a one-row list of pixel rows
@@ -610,6 +610,7 @@ fn locate_bad<T: Lane>(
                     row: f.row,
                     value: Value::Int(v.into()),
                     xy: spot.xy(),
+                    origin: None,
                 });
             }
             if let Some(log) = tally.log.as_mut() {
@@ -618,6 +619,7 @@ fn locate_bad<T: Lane>(
                     file: f.file,
                     spot,
                     value: Value::Int(v.into()),
+                    origin: None,
                 });
             }
         }

@@ -282,19 +282,22 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
     let mut only: Vec<Option<Vec<usize>>> = Vec::new();
     let mut unmatched = Vec::new();
     for u in units {
+        // A unit's name as reports show it (a plan written by hand may
+        // hold a URL's credentials).
+        let shown = crate::redact::url(&u.file);
         if let Some(message) = &u.error {
             unmatched.push(ErrorEntry {
-                file: Some(u.file.clone()),
-                message: message.clone(),
+                file: Some(shown.into_owned()),
+                message: crate::redact::text(message).into_owned(),
                 unit: 0,
             });
             continue;
         }
-        let at = match files.iter().position(|f| f.display == u.file) {
+        let at = match files.iter().position(|f| f.display == shown) {
             Some(i) => i,
             None => {
                 files.push(DataFile {
-                    display: u.file.clone(),
+                    display: shown.into_owned(),
                     path: u.path.clone(),
                     label: u.class.as_ref().map(|(index, class)| FolderLabel {
                         index: *index,
@@ -345,6 +348,12 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
             }
         }
     };
+    bind(validator, file, source)
+}
+
+/// A source bound to the schema: the columns to read, and the required
+/// columns it lacks as errors.
+fn bind(validator: &Validator, file: &DataFile, source: Box<dyn Source>) -> (Option<Opened>, Vec<Error>) {
     let names = source.columns();
     let mut projection = Vec::new();
     let mut positions = Vec::new();
@@ -381,6 +390,44 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
         }),
         errors,
     )
+}
+
+/// Checks a source the caller opened (a `datasets.Dataset`'s rows, from the
+/// Python binding), named `file.display` in reports, its units in parallel
+/// on `opts.jobs` threads; the same result as a scan of a file so read.
+pub fn scan_source(validator: &Validator, file: &DataFile, source: Box<dyn Source>, opts: &ScanOptions) -> Partial {
+    let run = || {
+        let (opened, open_errors) = bind(validator, file, source);
+        let mut partial = validator.partial();
+        partial.files = vec![file.display.clone()];
+        partial.errors.extend(open_errors.iter().map(ErrorEntry::from));
+        let Some(o) = opened else { return partial };
+        let units: Vec<usize> = (0..o.source.units()).collect();
+        let results: Vec<(Tally, Vec<Error>)> = units
+            .par_iter()
+            .map(|&unit| check_unit(validator, &o, file, 0, unit, opts))
+            .collect();
+        for (unit, (t, errs)) in results.into_iter().enumerate() {
+            partial.tally.merge(t);
+            for e in errs {
+                let mut entry = ErrorEntry::from(&e);
+                entry.unit = 1 + unit as u64;
+                partial.errors.push(entry);
+            }
+        }
+        partial.add_notes(o.source.notes().into_iter().map(|message| ErrorEntry {
+            file: Some(file.display.clone()),
+            message,
+            unit: 0,
+        }));
+        let errors = std::mem::take(&mut partial.errors);
+        partial.add_errors(errors);
+        partial
+    };
+    match rayon::ThreadPoolBuilder::new().num_threads(opts.jobs).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
+    }
 }
 
 /// The one unit of an image without a mask: its violation, spilled with
@@ -527,6 +574,12 @@ fn check_unit(
                     errors.push(err);
                 }
             }
+            // A mapped dataset's rows: where each is stored.
+            if let Some(log) = tally.log.as_mut() {
+                for l in log.iter_mut().filter(|l| l.origin.is_none()) {
+                    l.origin = src.origin(l.spot.row);
+                }
+            }
             // A document's violation names its first row: what lies past
             // the start of a document still open waits for it.
             let open_from = tally.docs.as_ref().and_then(|d| d.open_from());
@@ -545,6 +598,16 @@ fn check_unit(
         validator.finish_documents(fi, &mut tally);
     }
     tally.docs = None;
+    for e in tally.checks.iter_mut().flat_map(|c| c.examples.iter_mut()) {
+        if e.origin.is_none() {
+            e.origin = src.origin(e.row);
+        }
+    }
+    if let Some(log) = tally.log.as_mut() {
+        for l in log.iter_mut().filter(|l| l.origin.is_none()) {
+            l.origin = src.origin(l.spot.row);
+        }
+    }
     if let (Some(spill), Some(log)) = (spill.as_mut(), tally.log.as_mut())
         && let Err(e) = spill.write_before(log, None)
     {

@@ -19,7 +19,7 @@ use arrow::array::{ArrayRef, RecordBatch, StringBuilder, UInt64Builder};
 use arrow::datatypes::{DataType, Field, Schema};
 
 use crate::check::Validator;
-use crate::report::{Logged, Spot, Value};
+use crate::report::{Logged, Origin, Spot, Value};
 
 /// Output records per Parquet batch.
 const OUT_BATCH: usize = 64 * 1024;
@@ -135,25 +135,37 @@ fn encode(out: &mut impl Write, l: &Logged) -> io::Result<()> {
     out.write_all(&l.spot.pos.unwrap_or(NONE).to_le_bytes())?;
     out.write_all(&l.spot.parent.unwrap_or(NONE).to_le_bytes())?;
     match &l.value {
-        Value::Null => out.write_all(&[0]),
+        Value::Null => out.write_all(&[0])?,
         Value::Int(i) => {
             out.write_all(&[1])?;
-            out.write_all(&i.to_le_bytes())
+            out.write_all(&i.to_le_bytes())?;
         }
         Value::Float(f) => {
             out.write_all(&[2])?;
-            out.write_all(&f.to_le_bytes())
+            out.write_all(&f.to_le_bytes())?;
         }
         Value::Str(s) => {
             out.write_all(&[3])?;
             out.write_all(&(s.len() as u64).to_le_bytes())?;
-            out.write_all(s.as_bytes())
+            out.write_all(s.as_bytes())?;
+        }
+    }
+    match &l.origin {
+        None => out.write_all(&[0]),
+        Some(o) => {
+            out.write_all(&[1])?;
+            out.write_all(&o.row.to_le_bytes())?;
+            out.write_all(&(o.file.len() as u64).to_le_bytes())?;
+            out.write_all(o.file.as_bytes())
         }
     }
 }
 
+/// A spilled violation: check, place, value and a mapped row's origin.
+type Decoded = (usize, Spot, Value, Option<Origin>);
+
 /// The next record of a spill file; `None` at its end.
-fn decode(input: &mut impl Read) -> io::Result<Option<(usize, Spot, Value)>> {
+fn decode(input: &mut impl Read) -> io::Result<Option<Decoded>> {
     let mut check = [0u8; 4];
     match input.read_exact(&mut check) {
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
@@ -189,10 +201,27 @@ fn decode(input: &mut impl Read) -> io::Result<Option<(usize, Spot, Value)>> {
             Value::Str(String::from_utf8_lossy(&s).into_owned())
         }
     };
+    input.read_exact(&mut tag)?;
+    let origin = match tag[0] {
+        0 => None,
+        _ => {
+            let mut b = [0u8; 8];
+            input.read_exact(&mut b)?;
+            let row = u64::from_le_bytes(b);
+            input.read_exact(&mut b)?;
+            let mut s = vec![0u8; u64::from_le_bytes(b) as usize];
+            input.read_exact(&mut s)?;
+            Some(Origin {
+                file: String::from_utf8_lossy(&s).into(),
+                row,
+            })
+        }
+    };
     Ok(Some((
         u32::from_le_bytes(check) as usize,
         Spot { row, pos, parent },
         value,
+        origin,
     )))
 }
 
@@ -207,7 +236,7 @@ pub(crate) fn rows_of(spill: &Spill, file: usize) -> io::Result<Vec<u64>> {
     let mut rows: Vec<u64> = Vec::new();
     for name in names {
         let mut input = BufReader::with_capacity(1 << 20, File::open(name)?);
-        while let Some((_, spot, _)) = decode(&mut input)? {
+        while let Some((_, spot, _, _)) = decode(&mut input)? {
             if rows.last() != Some(&spot.row) {
                 rows.push(spot.row);
             }
@@ -250,6 +279,8 @@ impl OutFormat {
 struct Record<'a> {
     file: &'a str,
     row: u64,
+    /// A mapped dataset's index of the row.
+    index: Option<u64>,
     column: &'a str,
     rule: &'static str,
     value: &'a Value,
@@ -325,11 +356,12 @@ fn write_to(
             .ok_or_else(|| fail(&"a stray file in the spill folder"))?;
         let shown = files.get(fi).map(String::as_str).unwrap_or_default();
         let mut input = BufReader::with_capacity(1 << 20, File::open(&spill_file).map_err(|e| fail(&e))?);
-        while let Some((check, spot, value)) = decode(&mut input).map_err(|e| fail(&e))? {
+        while let Some((check, spot, value, origin)) = decode(&mut input).map_err(|e| fail(&e))? {
             let (column, rule, pixel) = checks.get(check).copied().unwrap_or(("?", "?", false));
             sink.push(&Record {
-                file: shown,
-                row: spot.row,
+                file: origin.as_ref().map_or(shown, |o| &o.file),
+                row: origin.as_ref().map_or(spot.row, |o| o.row),
+                index: origin.as_ref().map(|_| spot.row),
                 column,
                 rule,
                 value: &value,
@@ -344,11 +376,13 @@ fn write_to(
     Ok(n)
 }
 
-/// A JSON Lines record, keys in the order of the SPEC.
+/// A JSON Lines record, keys in the documented order.
 #[derive(serde::Serialize)]
 struct Line<'a> {
     file: &'a str,
     row: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u64>,
     column: &'a str,
     rule: &'a str,
     value: serde_json::Value,
@@ -379,6 +413,7 @@ struct ParquetSink {
     value: StringBuilder,
     position: UInt64Builder,
     outer: UInt64Builder,
+    index: UInt64Builder,
     len: usize,
 }
 
@@ -388,8 +423,17 @@ impl Sink {
             OutFormat::Jsonl => Sink::Jsonl(BufWriter::with_capacity(1 << 20, file)),
             OutFormat::Csv => {
                 let mut w = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file));
-                w.write_record(["file", "row", "column", "rule", "value", "position", "outer_position"])
-                    .map_err(|e| e.to_string())?;
+                w.write_record([
+                    "file",
+                    "row",
+                    "column",
+                    "rule",
+                    "value",
+                    "position",
+                    "outer_position",
+                    "index",
+                ])
+                .map_err(|e| e.to_string())?;
                 Sink::Csv(Box::new(w))
             }
             OutFormat::Parquet => {
@@ -401,6 +445,7 @@ impl Sink {
                     Field::new("value", DataType::Utf8, true),
                     Field::new("position", DataType::UInt64, true),
                     Field::new("outer_position", DataType::UInt64, true),
+                    Field::new("index", DataType::UInt64, true),
                 ]));
                 let writer =
                     parquet::arrow::ArrowWriter::try_new(file, schema.clone(), None).map_err(|e| e.to_string())?;
@@ -414,6 +459,7 @@ impl Sink {
                     value: StringBuilder::new(),
                     position: UInt64Builder::new(),
                     outer: UInt64Builder::new(),
+                    index: UInt64Builder::new(),
                     len: 0,
                 }))
             }
@@ -426,6 +472,7 @@ impl Sink {
                 let line = Line {
                     file: r.file,
                     row: r.row,
+                    index: r.index,
                     column: r.column,
                     rule: r.rule,
                     value: r.value.to_json(),
@@ -447,6 +494,7 @@ impl Sink {
                     &r.value_text().unwrap_or_default(),
                     &opt(r.spot.pos),
                     &opt(r.spot.parent),
+                    &opt(r.index),
                 ])
                 .map_err(|e| e.to_string())
             }
@@ -458,6 +506,7 @@ impl Sink {
                 p.value.append_option(r.value_text());
                 p.position.append_option(r.spot.pos);
                 p.outer.append_option(r.spot.parent);
+                p.index.append_option(r.index);
                 p.len += 1;
                 if p.len >= OUT_BATCH {
                     p.flush()?;
@@ -492,6 +541,7 @@ impl ParquetSink {
             Arc::new(self.value.finish()),
             Arc::new(self.position.finish()),
             Arc::new(self.outer.finish()),
+            Arc::new(self.index.finish()),
         ];
         let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| e.to_string())?;
         self.writer.write(&batch).map_err(|e| e.to_string())?;
@@ -526,14 +576,22 @@ mod tests {
                     file: 0,
                     spot,
                     value: v.clone(),
+                    origin: (i == 3).then(|| Origin {
+                        file: "d/x.arrow".into(),
+                        row: 11,
+                    }),
                 },
             )
             .unwrap();
         }
         let mut input = &bytes[..];
         for (i, v) in values.iter().enumerate() {
-            let (check, spot, value) = decode(&mut input).unwrap().unwrap();
+            let (check, spot, value, origin) = decode(&mut input).unwrap().unwrap();
             assert_eq!((check, spot.row, &value), (i, i as u64 * 7, v));
+            assert_eq!(
+                origin.map(|o| (o.file.to_string(), o.row)),
+                (i == 3).then(|| ("d/x.arrow".into(), 11))
+            );
             assert_eq!(spot.pos, (i % 2 == 0).then_some(i as u64));
             assert_eq!(spot.parent, (i == 2).then_some(9));
         }

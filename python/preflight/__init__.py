@@ -136,6 +136,44 @@ class Validator:
             return out
         return [s for s, f in zip(data, flags) if f]
 
+    def check_dataset(self, ds: Any, jobs: int = 0) -> dict:
+        """Checks a Hugging Face ``datasets.Dataset``'s rows (``ds[i]`` for
+        every ``i < len(ds)``, in order) where its cache files store them:
+        its ``.arrow`` files are read through its index mapping (``filter``,
+        ``shuffle``, ``sort``, ``select``, ``train_test_split``) by the Rust
+        scanner, no row converted in Python. Returns the JSON report as a
+        dict: each example names the data file and its row there, and the
+        dataset index as ``index``. A dataset whose table is not whole cache
+        files (built in memory, or a view: renamed, cast or dropped columns,
+        a slice) raises ``ValueError``: check ``ds.data.table`` with
+        :meth:`check` instead."""
+        return json.loads(self._dataset_outcome(ds, jobs).json)
+
+    def _dataset_outcome(self, ds: Any, jobs: int = 0) -> Outcome:
+        from datasets.table import ConcatenationTable, MemoryMappedTable
+
+        table = ds._data
+        rows = table.blocks if isinstance(table, ConcatenationTable) else [[table]]
+        blocks = [b for row in rows for b in row]
+        whole = (
+            blocks
+            and all(len(row) == 1 for row in rows)
+            # Replays are what was done to the file's table; new metadata
+            # changes no value.
+            and all(
+                isinstance(b, MemoryMappedTable) and all(r[0] == "replace_schema_metadata" for r in b.replays)
+                for b in blocks
+            )
+        )
+        if not whole:
+            raise ValueError(
+                "the dataset's table is not whole cache files (built in memory, or a view: renamed, cast "
+                "or dropped columns, a slice): check ds.data.table with Validator.check instead"
+            )
+        indices = None if ds._indices is None else ds._indices.table
+        name = f"<dataset {ds._fingerprint}>"
+        return self._inner.check_dataset([b.path for b in blocks], table.num_rows, indices, name, jobs)
+
     def check_partial(self, data: Any, source: str = "<batch>", first_row: int = 0) -> str:
         """:meth:`check`, as a partial report (JSON text) for :func:`merge`."""
         return self._inner.check_partial(to_arrow(data), source, first_row)

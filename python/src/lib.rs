@@ -111,6 +111,87 @@ impl Validator {
         }))
     }
 
+    /// Checks a `datasets.Dataset`'s rows as its cache files store them:
+    /// the data files `files` (whole, in table order; `rows` rows in all)
+    /// through `indices` (Arrow data whose first column is the uint64 index
+    /// mapping; `None`: every row in order), read by the scanner. The
+    /// dataset is one file of the report, named `name`; examples name the
+    /// data file and row of each value, and its dataset index.
+    #[pyo3(signature = (files, rows, indices, name, jobs = 0))]
+    fn check_dataset(
+        &self,
+        py: Python<'_>,
+        files: Vec<String>,
+        rows: u64,
+        indices: Option<&Bound<'_, PyAny>>,
+        name: &str,
+        jobs: usize,
+    ) -> PyResult<Outcome> {
+        let indices = match indices {
+            None => None,
+            Some(data) => {
+                let mut all = Vec::new();
+                for b in batches(data)? {
+                    let col = b
+                        .columns()
+                        .first()
+                        .ok_or_else(|| PyValueError::new_err("indices: no column"))?;
+                    let values = col
+                        .as_any()
+                        .downcast_ref::<arrow::array::UInt64Array>()
+                        .ok_or_else(|| PyTypeError::new_err("indices: not a uint64 column"))?;
+                    if arrow::array::Array::null_count(values) > 0 {
+                        return Err(PyValueError::new_err("indices: holds a null"));
+                    }
+                    all.extend_from_slice(values.values());
+                }
+                Some(all)
+            }
+        };
+        let validator = &self.inner;
+        let report = py.detach(|| {
+            use preflight::source::layouts::{discover::DataFile, hfcache::MappedSource};
+            let base: Vec<(String, std::path::PathBuf)> = files.iter().map(|f| (f.clone(), f.into())).collect();
+            let file = DataFile {
+                display: name.to_string(),
+                path: name.into(),
+                label: None,
+            };
+            let opened = MappedSource::over_files(indices, &base).and_then(|s| match s.stored_rows() == rows {
+                true => Ok(s),
+                false => Err(preflight::source::ReadError::new(format!(
+                    "its data files hold {} rows, but its table has {rows}: not a whole-file table",
+                    s.stored_rows()
+                ))),
+            });
+            let partial = match opened {
+                Ok(source) => {
+                    let opts = ScanOptions {
+                        jobs,
+                        ..ScanOptions::default()
+                    };
+                    preflight::scan::scan_source(validator, &file, Box::new(source), &opts)
+                }
+                Err(e) => {
+                    let mut p = validator.partial();
+                    p.files = vec![file.display.clone()];
+                    p.add_errors([preflight::report::ErrorEntry {
+                        file: Some(file.display.clone()),
+                        message: e.to_string(),
+                        unit: 0,
+                    }]);
+                    p
+                }
+            };
+            partial.report(validator)
+        });
+        Ok(Outcome {
+            json: json::render(&report),
+            human: human::render(&report, None),
+            exit_code: report.outcome().exit_code(),
+        })
+    }
+
     /// The validator as text (an empty partial: resolved schema, warnings,
     /// bound sources, max_examples), to rebuild it elsewhere.
     fn state(&self) -> String {

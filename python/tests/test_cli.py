@@ -113,7 +113,9 @@ def test_ctrl_c_exits_130_while_blocked_on_stdin(data):
 
 
 def test_version_is_the_crates_and_the_distributions():
-    assert preflight.__version__ == importlib.metadata.version("preflight")
+    # Installed as the distribution data-preflight; the module is `preflight`.
+    assert preflight.__version__ == importlib.metadata.version("data-preflight")
+    assert importlib.metadata.packages_distributions()["preflight"] == ["data-preflight"]
     cargo = (ROOT / "Cargo.toml").read_text()
     assert f'[workspace.package]\nversion = "{preflight.__version__}"' in cargo
     out = run([str(SCRIPT), "--version"], ROOT).stdout.decode()

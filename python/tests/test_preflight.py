@@ -253,3 +253,39 @@ def test_datasets_filter_recipe():
     assert v.check(clean.flatten_indices().data.table)["ok"] is True
     fast = ds.with_format("arrow").filter(lambda t: v.mask(t).to_pylist(), batched=True)
     assert len(fast) == 497
+
+
+def test_check_dataset_reads_a_datasets_dataset_through_its_mapping(tmp_path):
+    """A `datasets.Dataset` after filter, shuffle, sort, select (its mapping
+    in memory) and train_test_split: the rows judged are ``ds[i]``, in
+    order, each example naming the data file, its row and the index."""
+    datasets = pytest.importorskip("datasets")
+    datasets.disable_progress_bars()
+    data = tmp_path / "data.jsonl"
+    with open(data, "w") as f:
+        for i in range(500):
+            f.write(json.dumps({"label": 7 if i in (3, 20, 41, 350) else i % 4, "input_ids": [i % 1000]}) + "\n")
+    v = preflight.Validator({"version": 1, "columns": {"label": {"kind": "class", "num_classes": 4}}}, max_examples=100)
+    ds = datasets.load_dataset("json", data_files=str(data), cache_dir=str(tmp_path / "c"), split="train")
+    cases = {
+        "plain": ds,
+        "filter": ds.filter(lambda e: e["input_ids"][0] % 5 != 0),
+        "shuffle": ds.shuffle(seed=1),
+        "sort": ds.sort("label"),
+        "select": ds.select([41, 0, 3, 3, 499]),
+        "split": ds.train_test_split(test_size=0.3, seed=0)["test"],
+        "slice": ds.shuffle(seed=2).select(range(100, 400)),
+    }
+    for name, d in cases.items():
+        order = d._indices.column("indices").to_pylist() if d._indices is not None else list(range(len(d)))
+        want = [(d.cache_files[0]["filename"], order[i], i, d[i]["label"]) for i in range(len(d)) if d[i]["label"] >= 4]
+        r = v.check_dataset(d, jobs=2)
+        assert r["rows"] == len(d), name
+        check = next(c for c in r["checks"] if c["rule"] == "class")
+        assert check["violations"] == len(want), name
+        assert [(e["file"], e["row"], e["index"], e["value"]) for e in check["examples"]] == want, name
+    assert cases["filter"].num_rows < ds.num_rows
+    # Not whole cache files: refused, never judged as something else.
+    for view in [ds.rename_column("label", "y"), datasets.Dataset.from_dict({"label": [9]})]:
+        with pytest.raises(ValueError, match="not whole cache files"):
+            v.check_dataset(view)

@@ -66,7 +66,7 @@ $shown"
 }
 
 wheel() {
-    local found=("$dist"/preflight-*.whl)
+    local found=("$dist"/data_preflight-*.whl)
     [ ${#found[@]} -eq 1 ] && [ -f "${found[0]}" ] || fail "expected one wheel in $dist (run: $0 build)"
     echo "$root/${found[0]}"
 }
@@ -103,6 +103,10 @@ test_wheel() {
         python -m pip install --quiet --disable-pip-version-check "$whl"
         [ "$(command -v preflight)" = "$root/$venv/bin/preflight" ] || fail "preflight on PATH is $(command -v preflight)"
         python -c "import preflight" || fail "import preflight"
+        # Published as data-preflight (`preflight` on PyPI is another
+        # project); the module it installs is `preflight`.
+        python -c "import importlib.metadata as m, preflight; assert m.version('data-preflight') == preflight.__version__; assert m.packages_distributions()['preflight'] == ['data-preflight']" ||
+            fail "the wheel is not the distribution data-preflight of the module preflight"
 
         # --version: the binary's, and the package's __version__ in it.
         local version

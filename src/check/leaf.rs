@@ -465,6 +465,7 @@ where
                 row: spot.row,
                 value: Value::Int(w),
                 xy: spot.xy(),
+                origin: None,
             });
         }
         if let Some(log) = tally.log.as_mut() {
@@ -473,6 +474,7 @@ where
                 file: at.file,
                 spot,
                 value: Value::Int(w),
+                origin: None,
             });
         }
     }

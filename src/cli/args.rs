@@ -163,7 +163,7 @@ pub struct CheckArgs {
     pub violations_out: Option<PathBuf>,
 
     /// Keep each file's result in DIR and reuse it while the file and the
-    /// check are unchanged (see README, "Repeated gates")
+    /// check are unchanged (see the docs, "Command line": "Repeated gates")
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
 
@@ -177,7 +177,7 @@ pub struct CheckArgs {
 pub enum Format {
     /// Diagnostics for people
     Human,
-    /// The JSON report of SPEC.md
+    /// One JSON document (its keys are described in the docs, "JSON report")
     Json,
     /// GitHub Actions annotations naming file and row
     Github,

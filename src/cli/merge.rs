@@ -46,6 +46,7 @@ pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool, str
 /// A merge that cannot be done: the message on stderr, and for machine
 /// formats still their one document on stdout.
 fn merge_failed(message: String, format: Format) -> u8 {
+    let message = crate::redact::text(&message).into_owned();
     eprintln!("error: {message}");
     if format != Format::Human {
         let failed = Report::failed(vec![ErrorEntry {

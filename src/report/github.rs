@@ -11,13 +11,14 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     for c in report.checks.iter().filter(|c| c.violations > 0) {
         let title = format!("preflight: column {} ({})", c.column, c.rule.name());
-        for (file, row, value, xy) in &c.examples {
+        for e in &c.examples {
+            let (file, row, value) = (&e.file, e.row, &e.value);
             let _ = writeln!(
                 out,
                 "::error file={},title={}::row {row}{}: {} violates {}",
                 property(file),
                 property(&title),
-                data(&super::at_pixel(xy)),
+                data(&format!("{}{}", e.at_index(), super::at_pixel(&e.xy))),
                 data(&value.to_string()),
                 data(&c.bound)
             );

@@ -15,8 +15,14 @@ pub fn render(report: &Report, elapsed: Option<Duration>) -> String {
         for (k, from) in &c.sources {
             let _ = writeln!(out, "  = {k} from {from}");
         }
-        for (file, row, value, xy) in &c.examples {
-            let _ = writeln!(out, "  --> {file}:{row}{}: {value}", super::at_pixel(xy));
+        for e in &c.examples {
+            let (file, row, value) = (&e.file, e.row, &e.value);
+            let _ = writeln!(
+                out,
+                "  --> {file}:{row}{}{}: {value}",
+                e.at_index(),
+                super::at_pixel(&e.xy)
+            );
         }
         let more = c.violations.saturating_sub(c.examples.len() as u64);
         if more > 0 {

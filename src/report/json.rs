@@ -1,6 +1,6 @@
-//! The JSON report: exactly the layout of SPEC.md, keys in its order, and
-//! nothing that varies between runs over the same input. Its JSON Schema
-//! ([`json_schema`]) is derived from the same types.
+//! The JSON report: the layout the docs document (docs/src/json-report.md),
+//! keys in its order, and nothing that varies between runs over the same
+//! input. Its JSON Schema ([`json_schema`]) is derived from the same types.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -62,6 +62,9 @@ struct PixelCount {
 struct Example<'a> {
     file: &'a str,
     row: u64,
+    /// A mapped dataset's index of the row (`ds[index]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     x: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -113,12 +116,13 @@ pub fn render_with(report: &Report, partial: Option<serde_json::Value>) -> Strin
                 examples: c
                     .examples
                     .iter()
-                    .map(|(file, row, value, xy)| Example {
-                        file,
-                        row: *row,
-                        x: xy.map(|p| p.0),
-                        y: xy.map(|p| p.1),
-                        value: value.to_json(),
+                    .map(|e| Example {
+                        file: &e.file,
+                        row: e.row,
+                        index: e.index,
+                        x: e.xy.map(|p| p.0),
+                        y: e.xy.map(|p| p.1),
+                        value: e.value.to_json(),
                     })
                     .collect(),
                 bound: &c.bound,

@@ -35,8 +35,9 @@ pub fn render(report: &Report) -> String {
             continue;
         }
         let mut body = String::new();
-        for (file, row, value, xy) in &c.examples {
-            let _ = writeln!(body, "{file}:{row}{}: {value}", super::at_pixel(xy));
+        for e in &c.examples {
+            let (file, row, value) = (&e.file, e.row, &e.value);
+            let _ = writeln!(body, "{file}:{row}{}{}: {value}", e.at_index(), super::at_pixel(&e.xy));
         }
         let more = c.violations.saturating_sub(c.examples.len() as u64);
         if more > 0 {

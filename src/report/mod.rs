@@ -80,6 +80,20 @@ pub struct Example {
     /// For an element of a list of lists (an image's pixel rows): its index
     /// in its innermost list and that list's index, i.e. a pixel's (x, y).
     pub xy: Option<(u64, u64)>,
+    /// For a row of a mapped dataset ([`Origin`]), where it is stored;
+    /// `row` is then the dataset index.
+    pub origin: Option<Origin>,
+}
+
+/// Where a row of a mapped dataset (a Hugging Face `datasets` index
+/// mapping applied to its data files: the file's rows are the dataset's
+/// indices) is stored: the data file as reports name it, and its row there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The data file, as reports name it.
+    pub file: std::sync::Arc<str>,
+    /// 0-based row within that file.
+    pub row: u64,
 }
 
 impl Spot {
@@ -124,6 +138,8 @@ pub struct Logged {
     pub spot: Spot,
     /// The offending value, as in examples.
     pub value: Value,
+    /// For a row of a mapped dataset, where it is stored ([`Origin`]).
+    pub origin: Option<Origin>,
 }
 
 /// What the data showed about a value check, for hints.
@@ -359,6 +375,7 @@ impl Tally {
                 file,
                 spot,
                 value: value.clone(),
+                origin: None,
             });
         }
         if wanted {
@@ -367,6 +384,7 @@ impl Tally {
                 row: spot.row,
                 value,
                 xy: spot.xy(),
+                origin: None,
             });
         }
     }
@@ -386,6 +404,17 @@ pub struct ErrorEntry {
     pub unit: u64,
 }
 
+impl ErrorEntry {
+    /// The entry with a URL's credentials redacted in its file and message.
+    pub fn redacted(self) -> ErrorEntry {
+        ErrorEntry {
+            file: self.file.map(|f| crate::redact::url(&f).into_owned()),
+            message: crate::redact::text(&self.message).into_owned(),
+            unit: self.unit,
+        }
+    }
+}
+
 impl From<&crate::Error> for ErrorEntry {
     fn from(e: &crate::Error) -> ErrorEntry {
         ErrorEntry {
@@ -396,8 +425,28 @@ impl From<&crate::Error> for ErrorEntry {
     }
 }
 
-/// An example as reports show it: (file path, row, value, a pixel's (x, y)).
-pub type ReportExample = (String, u64, Value, Option<(u64, u64)>);
+/// An example as reports show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportExample {
+    /// The file, as the user named it (for a mapped dataset, the data file
+    /// that stores the row).
+    pub file: String,
+    /// 0-based row within `file`.
+    pub row: u64,
+    /// The offending value.
+    pub value: Value,
+    /// A pixel's (x, y).
+    pub xy: Option<(u64, u64)>,
+    /// For a mapped dataset, the row's dataset index (`ds[index]`).
+    pub index: Option<u64>,
+}
+
+impl ReportExample {
+    /// ` (index 7)` for a row of a mapped dataset, nothing otherwise.
+    pub(crate) fn at_index(&self) -> String {
+        self.index.map(|i| format!(" (index {i})")).unwrap_or_default()
+    }
+}
 
 /// One check's result in the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -408,7 +457,7 @@ pub struct CheckReport {
     pub rule: Rule,
     /// Offending values (value rules) or rows (length rules).
     pub violations: u64,
-    /// First examples, as (file path, row, value, a pixel's (x, y)).
+    /// First examples.
     pub examples: Vec<ReportExample>,
     /// A pixel column's value check: the pixels of each bad value (the
     /// smallest [`PIXEL_COUNTS`] values).
@@ -539,7 +588,7 @@ impl Report {
             files: 0,
             rows: 0,
             checks: Vec::new(),
-            errors,
+            errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
             warnings: Vec::new(),
         }
     }
@@ -575,7 +624,22 @@ impl Report {
                         .into_iter()
                         .map(|e| {
                             let xy = if pixel { e.xy } else { None };
-                            (files.get(e.file).cloned().unwrap_or_default(), e.row, e.value, xy)
+                            match e.origin {
+                                Some(o) => ReportExample {
+                                    file: crate::redact::url(&o.file.to_string()).into_owned(),
+                                    row: o.row,
+                                    value: e.value,
+                                    xy,
+                                    index: Some(e.row),
+                                },
+                                None => ReportExample {
+                                    file: crate::redact::url(files.get(e.file).map_or("", String::as_str)).into_owned(),
+                                    row: e.row,
+                                    value: e.value,
+                                    xy,
+                                    index: None,
+                                },
+                            }
                         })
                         .collect(),
                     pixel_counts,
@@ -587,12 +651,18 @@ impl Report {
                 }
             })
             .collect();
+        // Names and messages as every rendering shows them: a URL's
+        // credentials redacted (a file's name already is; this also covers
+        // messages that quote a URL, and partials from elsewhere).
         Report {
             files: files.len(),
             rows: tally.rows,
             checks,
-            errors,
-            warnings,
+            errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
+            warnings: warnings
+                .into_iter()
+                .map(|w| crate::redact::text(&w).into_owned())
+                .collect(),
         }
     }
 }

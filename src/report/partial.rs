@@ -175,6 +175,20 @@ impl Partial {
     /// The partial as JSON, with what a merge elsewhere needs: the resolved
     /// schema, its warnings and bound sources, and typed values.
     pub fn to_json(&self, validator: &Validator) -> J {
+        // (A check's partial is redacted already: no copy then.)
+        let redacted;
+        let this = if self.files.iter().all(|f| crate::redact::url(f) == f.as_str())
+            && self
+                .errors
+                .iter()
+                .chain(&self.notes)
+                .all(|e| e.clone().redacted() == *e)
+        {
+            self
+        } else {
+            redacted = self.clone().redacted();
+            &redacted
+        };
         let schema = validator.schema();
         let sources: Vec<J> = schema
             .columns
@@ -182,16 +196,18 @@ impl Partial {
             .enumerate()
             .flat_map(|(i, c)| c.bound_sources.iter().map(move |(k, f)| json!([i, k, f])))
             .collect();
-        let checks: Vec<J> = self
+        let checks: Vec<J> = this
             .tally
             .checks
             .iter()
             .map(|c| {
                 json!({
                     "violations": c.violations,
-                    "examples": c.examples.iter().map(|e| match e.xy {
-                        None => json!([e.file, e.row, typed(&e.value)]),
-                        Some((x, y)) => json!([e.file, e.row, typed(&e.value), x, y]),
+                    "examples": c.examples.iter().map(|e| match (e.xy, &e.origin) {
+                        (None, None) => json!([e.file, e.row, typed(&e.value)]),
+                        (Some((x, y)), None) => json!([e.file, e.row, typed(&e.value), x, y]),
+                        (None, Some(o)) => json!([e.file, e.row, typed(&e.value), &*o.file, o.row]),
+                        (Some((x, y)), Some(o)) => json!([e.file, e.row, typed(&e.value), x, y, &*o.file, o.row]),
                     }).collect::<Vec<_>>(),
                     "evidence": evidence_json(&c.evidence),
                 })
@@ -202,12 +218,12 @@ impl Partial {
             "schema": schema.to_resolved_yaml(),
             "warnings": schema.warnings,
             "sources": sources,
-            "max_examples": self.tally.max_examples,
-            "files": self.files,
-            "rows": self.tally.rows,
+            "max_examples": this.tally.max_examples,
+            "files": this.files,
+            "rows": this.tally.rows,
             "checks": checks,
-            "errors": self.errors.iter().map(|e| json!([e.file, e.unit, e.message])).collect::<Vec<_>>(),
-            "notes": self.notes.iter().map(|e| json!([e.file, e.message])).collect::<Vec<_>>(),
+            "errors": this.errors.iter().map(|e| json!([e.file, e.unit, e.message])).collect::<Vec<_>>(),
+            "notes": this.notes.iter().map(|e| json!([e.file, e.message])).collect::<Vec<_>>(),
         })
     }
 
@@ -256,9 +272,11 @@ impl Partial {
         for c in raw.checks {
             let mut examples = Vec::with_capacity(c.examples.len());
             for e in c.examples {
-                let (file, row, value, xy) = match e {
-                    RawExample::Plain(f, r, v) => (f, r, v, None),
-                    RawExample::At(f, r, v, x, y) => (f, r, v, Some((x, y))),
+                let (file, row, value, xy, origin) = match e {
+                    RawExample::Plain(f, r, v) => (f, r, v, None, None),
+                    RawExample::At(f, r, v, x, y) => (f, r, v, Some((x, y)), None),
+                    RawExample::Mapped(f, r, v, of, or) => (f, r, v, None, Some((of, or))),
+                    RawExample::MappedAt(f, r, v, x, y, of, or) => (f, r, v, Some((x, y)), Some((of, or))),
                 };
                 if file >= files.len() {
                     return Err("an example names no file".into());
@@ -268,6 +286,7 @@ impl Partial {
                     row,
                     value: untyped(&value)?,
                     xy,
+                    origin: origin.map(|(file, row)| super::Origin { file: file.into(), row }),
                 });
             }
             checks.push(CheckTally {
@@ -299,7 +318,39 @@ impl Partial {
             errors,
             notes,
         };
-        Ok(partial)
+        // A partial written elsewhere (another version, by hand) never
+        // brings a URL's credentials into a merged report.
+        Ok(partial.redacted())
+    }
+
+    /// The partial with a URL's credentials redacted in its file names,
+    /// errors and notes ([`crate::redact`]); names a check gave are so
+    /// already. Names that redaction makes equal become one file.
+    pub fn redacted(mut self) -> Partial {
+        let shown = |f: &String| crate::redact::url(f).into_owned();
+        self.errors = std::mem::take(&mut self.errors)
+            .into_iter()
+            .map(ErrorEntry::redacted)
+            .collect();
+        self.notes = std::mem::take(&mut self.notes)
+            .into_iter()
+            .map(ErrorEntry::redacted)
+            .collect();
+        if self.files.iter().all(|f| crate::redact::url(f) == f.as_str()) {
+            return self;
+        }
+        self.files = self.files.iter().map(shown).collect();
+        // Merged into an empty partial: names sorted again, examples
+        // relabelled; then put back in (file, row) order.
+        let mut out = Partial::empty(self.tally.checks.len(), self.tally.max_examples);
+        let (errors, notes) = (std::mem::take(&mut self.errors), std::mem::take(&mut self.notes));
+        out.merge(self);
+        out.errors = ordered(errors);
+        out.notes = ordered(notes);
+        for c in &mut out.tally.checks {
+            c.examples.sort_by_key(|e| (e.file, e.row, e.xy.map(|(x, y)| (y, x))));
+        }
+        out
     }
 }
 
@@ -326,12 +377,15 @@ struct RawCheck {
     evidence: J,
 }
 
-/// An example: (file, row, value), with (x, y) for a pixel.
+/// An example: (file, row, value), with (x, y) for a pixel, and the data
+/// file and row of a mapped dataset's row (whose `row` is its index).
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum RawExample {
     Plain(usize, u64, J),
     At(usize, u64, J, u64, u64),
+    Mapped(usize, u64, J, String, u64),
+    MappedAt(usize, u64, J, u64, u64, String, u64),
 }
 
 /// Errors in (file, unit, message) order (no file first), each said once

@@ -263,7 +263,7 @@ pub struct ColumnSpec {
     pub coco_mapping: Option<CocoMapping>,
 }
 
-/// How a loader reads a mask image into class indices (SPEC "Images").
+/// How a loader reads a mask image into class indices (docs/src/sources/masks.md).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PixelSpec {
     /// `decode:` raw (`numpy.array(Image.open(f))`) or luminance (`.convert("L")`).
@@ -372,7 +372,7 @@ impl ColumnSpec {
         self.pixels.as_ref().and_then(|p| p.pair_with.as_ref())
     }
 
-    /// The rules reported for this column, in the SPEC's order.
+    /// The rules reported for this column, in report order.
     pub fn rules(&self) -> Vec<Rule> {
         let mut rules = vec![self.values.rule(), Rule::Null];
         if self.values.wants_integers() {
@@ -437,7 +437,14 @@ impl Schema {
             key: None,
             message,
         };
-        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read the schema: {e}")))?;
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            // A first run: say how to get one.
+            std::io::ErrorKind::NotFound => err(format!(
+                "cannot read the schema: {e}; write one from the data with `preflight init PATH`, \
+                 or name another with --schema"
+            )),
+            _ => err(format!("cannot read the schema: {e}")),
+        })?;
         if meta.len() > MAX_SCHEMA_BYTES {
             return Err(err(format!(
                 "the schema is {} bytes, larger than any schema should be",
@@ -986,7 +993,8 @@ impl Schema {
             out.push_str("dataset:\n");
         }
         if !self.files.is_empty() {
-            let files: Vec<String> = self.files.iter().map(|f| q(f)).collect();
+            // (A presigned URL listed here keeps its credentials out.)
+            let files: Vec<String> = self.files.iter().map(|f| q(&crate::redact::url(f))).collect();
             let _ = writeln!(out, "  files: [{}]", files.join(", "));
         }
         if let Some(l) = self.layout {

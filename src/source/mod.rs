@@ -135,6 +135,13 @@ pub trait Source: Send + Sync {
     fn documents(&self) -> bool {
         false
     }
+
+    /// For a source whose rows are not stored in its own file (a
+    /// `datasets` index mapping's dataset), where row `row` is stored.
+    fn origin(&self, row: u64) -> Option<crate::report::Origin> {
+        let _ = row;
+        None
+    }
 }
 
 /// A failure inside one file: what went wrong and, where known, where.
@@ -467,6 +474,9 @@ pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadErro
         Some(Format::Parquet) => Ok(Box::new(formats::parquet::ParquetSource::open(path)?)),
         Some(Format::Csv) => Ok(Box::new(formats::csv::CsvSource::open(path)?)),
         Some(Format::Jsonl) => Ok(Box::new(formats::jsonl::JsonlSource::open(path)?)),
+        Some(Format::Ipc) if layouts::hfcache::is_mapping(path, &hints.columns) => {
+            Ok(Box::new(layouts::hfcache::MappedSource::open(path)?))
+        }
         Some(Format::Ipc) => Ok(Box::new(formats::ipc::IpcSource::open(path)?)),
         Some(Format::Npy) => Ok(Box::new(formats::npy::NpySource::open(path)?)),
         Some(Format::Npz) => Ok(Box::new(formats::npy::NpzSource::open(path)?)),

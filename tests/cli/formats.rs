@@ -167,57 +167,6 @@ json.dump({'rows': len(loaded), 'bad': bad, 'extra': len(extra)}, open('want.jso
     assert_eq!(r["files"], 1);
 }
 
-/// `shuffle`/`select` of a dataset `load_dataset` cached writes an index
-/// mapping beside its cache file (`cache-*.arrow`, one `indices` uint64
-/// column: the row order, no data). A search of the cache folder skips it
-/// with a warning, and checks the data as the shuffled dataset holds it.
-#[test]
-fn load_dataset_cache_folders_skip_index_mappings() {
-    let env = Env::new();
-    env.python(
-        r#"
-import datasets, glob
-ids = [[1, 2, 300] if i in (5, 17) else [i % 50] for i in range(40)]
-with open('data.jsonl', 'w') as f:
-    f.writelines(json.dumps({'input_ids': r}) + '\n' for r in ids)
-ds = datasets.load_dataset('json', data_files='data.jsonl', cache_dir='cache', split='train')
-data = [os.path.relpath(c['filename']) for c in ds.cache_files]
-shuffled = ds.shuffle(seed=0)
-mappings = [os.path.relpath(c['filename']) for c in shuffled.cache_files if c['filename'] not in [d['filename'] for d in ds.cache_files]]
-assert sorted(glob.glob('cache/**/cache-*.arrow', recursive=True)), 'an index mapping was written'
-# The rows the shuffled dataset serves, by the row of the data file they come from.
-order = shuffled._indices.column('indices').to_pylist()
-bad = sorted([data[0], order[i], v] for i in range(len(shuffled)) for v in shuffled[i]['input_ids'] if v >= 100)
-json.dump({'bad': bad, 'rows': len(shuffled), 'mapped': len(set(order))}, open('want.json', 'w'))
-"#,
-    );
-    let want: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(env.path("want.json")).expect("want")).expect("json");
-    assert_eq!(want["mapped"], want["rows"], "a shuffle maps every row once");
-    env.write("s.yaml", "columns:\n  input_ids: {kind: index, size: 100}\n");
-    let r = env.check_json(&["-s", "s.yaml", "cache"], 1);
-    assert_eq!(r["files"], 1);
-    assert_eq!(r["rows"], want["rows"]);
-    // Examples come in (file, row) order, as the sorted list of the reader's.
-    let got: Vec<serde_json::Value> = hits(&r, "input_ids", "index")
-        .1
-        .iter()
-        .map(|(f, row, v)| json!([f, row, v]))
-        .collect();
-    assert_eq!(json!(got), want["bad"]);
-    assert!(
-        r["warnings"]
-            .to_string()
-            .contains("1 datasets index mapping(s) skipped"),
-        "{}",
-        r["warnings"]
-    );
-    // A schema that asks for `indices` reads the mapping as any table.
-    env.write("i.yaml", "columns:\n  indices: {kind: index, size: 40}\n");
-    let r = env.check_json(&["-s", "i.yaml", "cache"], 2);
-    assert_eq!(r["files"], 2);
-}
-
 /// A dataset written empty (`save_to_disk` of no rows writes no data file,
 /// and `load_from_disk` of datasets 5.2.0 fails on the folder with an
 /// IndexError; `MDSWriter` of no samples an index.json listing no shards)

@@ -75,7 +75,9 @@ for root, _, files in os.walk(corpus):
     for f in files:
         # index.json: the MDS shards' index, read with them (not a data file).
         # data.idx: a Megatron index, read with its .bin.
-        if f in ("make.py", "expected.json", "README.md", "index.json") or f.endswith(".idx"):
+        # dataset_info.json, hf-train.arrow: a datasets cache's, read with its mapping.
+        if f in ("make.py", "expected.json", "README.md", "index.json", "dataset_info.json", "hf-train.arrow") \
+                or f.endswith(".idx"):
             continue
         path = os.path.join(root, f)
         p = subprocess.Popen([binary, "check", "-s", schema, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

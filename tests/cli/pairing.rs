@@ -388,7 +388,7 @@ fn work_units_pair_their_masks_from_the_planned_root() {
     let files: Vec<String> = c
         .examples
         .iter()
-        .map(|e| e.0.rsplit("data/").next().unwrap().to_string())
+        .map(|e| e.file.rsplit("data/").next().unwrap().to_string())
         .collect();
     assert_eq!(
         files,

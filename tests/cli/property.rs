@@ -109,7 +109,7 @@ proptest! {
 
         let got = |col: &str, rule: &str| {
             let c = report.checks.iter().find(|c| c.column == col && c.rule.name() == rule).expect("check");
-            (c.violations, c.examples.iter().map(|e| e.1).collect::<Vec<u64>>())
+            (c.violations, c.examples.iter().map(|e| e.row).collect::<Vec<u64>>())
         };
         for (col, rule, want) in [("label", "class", &label_rows), ("label", "null", &null_rows), ("ids", "index", &id_rows), ("ids", "max_length", &long_rows)] {
             let (n, first) = got(col, rule);

@@ -2,7 +2,7 @@
 //!
 //! Each non-blank line is one JSON object, one row; blank lines are skipped
 //! and are not rows (rows are 0-based object numbers, errors name 1-based
-//! physical lines). JSON has no schema, and the SPEC says a key missing from
+//! physical lines). JSON has no schema, and a key missing from
 //! every row is a missing column, so `open` makes a cheap pre-pass over the
 //! file collecting every top-level key in order of first appearance. The
 //! pre-pass also checks that every line is one JSON object; values are

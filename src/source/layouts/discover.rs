@@ -28,7 +28,8 @@ use crate::source::{Format, Hints};
 /// A data file to check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataFile {
-    /// The path as reports show it.
+    /// The path as reports show it: a URL's credentials redacted
+    /// ([`crate::redact::url`]); `path` keeps them for requests.
     pub display: String,
     /// The path to open.
     pub path: PathBuf,
@@ -50,7 +51,7 @@ impl DataFile {
     /// A data file named by its path.
     pub fn new(path: PathBuf) -> DataFile {
         DataFile {
-            display: path.to_string_lossy().into_owned(),
+            display: crate::redact::url(&path.to_string_lossy()).into_owned(),
             path,
             label: None,
         }
@@ -100,6 +101,8 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         errors: Vec::new(),
         saved: std::collections::BTreeMap::new(),
         mappings: std::collections::BTreeMap::new(),
+        caches: std::collections::BTreeMap::new(),
+        refused: 0,
         labels: Vec::new(),
         wanted: std::collections::HashSet::new(),
         searched: Vec::new(),
@@ -117,7 +120,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         found.arg = i;
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        let before = (found.files.len(), found.shards.len());
+        let before = (found.files.len(), found.shards.len(), found.refused);
         let empty = if found.yolo && is_dataset_yaml(arg) {
             // ultralytics' dataset YAML: its splits' images, and their labels.
             match super::super::formats::yolo::splits(arg) {
@@ -141,6 +144,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             }
         } else if arg.is_dir() {
             found.walk(arg);
+            found.decide_caches();
             // A gate must not pass a directory it found nothing to check in.
             empty_dataset(arg).unwrap_or("no data files of a known format in this directory")
         } else if arg.exists() || !is_glob {
@@ -160,7 +164,10 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
                 Ok(paths) => {
                     for p in paths {
                         match p {
-                            Ok(p) if p.is_dir() => found.walk(&p),
+                            Ok(p) if p.is_dir() => {
+                                found.walk(&p);
+                                found.decide_caches();
+                            }
                             Ok(p) => found.add(p),
                             Err(e) => found.errors.push(Error::Discover {
                                 path: e.path().to_string_lossy().into_owned(),
@@ -178,7 +185,8 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             pending.push((search, groups.len() - 1));
             continue;
         }
-        if found.files.len() == before.0 {
+        // A refused `datasets` folder said why it was not read.
+        if found.files.len() == before.0 && found.refused == before.2 {
             if found.shards.len() == before.1 {
                 found.errors.push(Error::Discover {
                     path: shown,
@@ -302,6 +310,12 @@ struct SavedFolder {
     skipped: usize,
 }
 
+/// The files the `state.json` of `dir` lists, when it is a `save_to_disk`
+/// folder.
+pub(crate) fn saved_files(dir: &Path) -> Option<Vec<String>> {
+    saved_folder(dir).map(|f| f.listed)
+}
+
 /// The `state.json` of `dir`, when it is a `save_to_disk` folder's (an
 /// object with a `_data_files` list of `{"filename": ...}`).
 fn saved_folder(dir: &Path) -> Option<SavedFolder> {
@@ -341,9 +355,14 @@ struct Found<'c> {
     /// Each folder a search met `.arrow` files in, and whether it is a
     /// `save_to_disk` folder.
     saved: std::collections::BTreeMap<PathBuf, Option<SavedFolder>>,
-    /// Per folder, the `datasets` index mappings (`cache-*.arrow` of a
-    /// `shuffle` or `select`) a search skipped.
+    /// Per folder in storage, the `datasets` index mappings (`cache-*.arrow`
+    /// of a `shuffle` or `select`) a search skipped.
     mappings: std::collections::BTreeMap<PathBuf, usize>,
+    /// Per local `load_dataset` cache folder, the `.arrow` files a search
+    /// met there, decided once it ends ([`Found::decide_caches`]).
+    caches: std::collections::BTreeMap<PathBuf, Vec<PathBuf>>,
+    /// Cache folders refused so far (an error each).
+    refused: usize,
     /// `layout: yolo`: the `.txt` files of the current search, decided
     /// when it ends ([`Found::decide_labels`]).
     labels: Vec<PathBuf>,
@@ -550,6 +569,14 @@ impl Found<'_> {
         let (Some(dir), Some(name)) = (p.parent(), p.file_name().and_then(|n| n.to_str())) else {
             return false;
         };
+        // A local `load_dataset` cache folder is decided as a whole.
+        if !crate::source::storage::remote::is_url(p)
+            && !self.columns.iter().any(|c| c == "indices")
+            && super::hfcache::is_cache_folder(dir)
+        {
+            self.caches.entry(dir.to_path_buf()).or_default().push(p.to_path_buf());
+            return true;
+        }
         if !self.saved.contains_key(dir) {
             let folder = saved_folder(dir);
             if let Some(f) = &folder {
@@ -583,6 +610,49 @@ impl Found<'_> {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// The `.arrow` files a search met in `load_dataset` cache folders: as
+    /// found when the folder holds no index mapping; the dataset a lone
+    /// mapping defines over the folder's only table, in place of that
+    /// table; else nothing, and an error that says why (which mapping the
+    /// training uses is in its code, not in the folder).
+    fn decide_caches(&mut self) {
+        for (dir, found) in std::mem::take(&mut self.caches) {
+            let Some(super::hfcache::Folder::Cache { mappings, tables }) = super::hfcache::folder(&dir) else {
+                self.files.extend(found.into_iter().map(DataFile::new));
+                continue;
+            };
+            let names = |m: &[PathBuf]| -> String {
+                let names: Vec<String> = m
+                    .iter()
+                    .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
+                    .collect();
+                names.join(", ")
+            };
+            let refuse = |why: String| Error::Discover {
+                path: dir.to_string_lossy().into_owned(),
+                message: format!(
+                    "{why}; nothing in this folder was read: name the mapping of the dataset the training uses                      as PATH (its rows are then read as that dataset's, by index), or a data file to check                      it as stored"
+                ),
+            };
+            if mappings.len() > 1 || (mappings.len() == 1 && tables.len() != 1) {
+                self.refused += 1;
+            }
+            match (&mappings[..], super::hfcache::cache_base(&tables)) {
+                ([], _) => self.files.extend(found.into_iter().map(DataFile::new)),
+                ([m], Ok(_)) => self.files.push(DataFile::new(m.clone())),
+                ([m], Err(why)) => self.errors.push(refuse(format!(
+                    "a datasets index mapping here ({}), and {why}",
+                    names(std::slice::from_ref(m))
+                ))),
+                (many, _) => self.errors.push(refuse(format!(
+                    "{} datasets index mappings here ({}): each is a dataset (a filter, shuffle, sort, select                      or train_test_split of the loaded data; train_test_split writes two), and which one the                      training uses is written nowhere in the folder",
+                    many.len(),
+                    names(many)
+                ))),
+            }
         }
     }
 

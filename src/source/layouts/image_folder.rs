@@ -196,7 +196,7 @@ pub fn list_remote(url: &str, shown: &str) -> Listing {
         let before = out.files.len();
         for (_, u) in below.iter().filter(|(c, u)| c == class && !u.is_empty()) {
             out.files.push(DataFile {
-                display: u.to_string(),
+                display: crate::redact::url(u).into_owned(),
                 path: PathBuf::from(u),
                 label: Some(label.clone()),
             });

@@ -15,18 +15,19 @@ use crate::source::formats::coco::{CocoSource, is_coco};
 use crate::source::formats::yolo::is_label_name;
 
 /// The proposed schema when every PATH is an image folder, a YOLO label
-/// tree or COCO files; `None` when they are not (init profiles tables).
-pub fn propose(paths: &[PathBuf], schema_dir: &Path) -> Option<Result<String, String>> {
+/// tree or COCO files, with the paths its `dataset.files` lists (the COCO
+/// files; else the PATHs); `None` when they are not (init profiles tables).
+pub fn propose(paths: &[PathBuf], schema_dir: &Path) -> Option<Result<(String, Vec<PathBuf>), String>> {
     if paths.is_empty() {
         return None;
     }
     let coco: Vec<PathBuf> = paths.iter().flat_map(|p| coco_files(p)).collect();
     if !coco.is_empty() {
-        return Some(propose_coco(&coco));
+        return Some(propose_coco(&coco).map(|text| (text, coco)));
     }
     if paths.iter().all(|p| p.is_dir()) {
         if let Some(data) = paths.iter().find_map(|p| yolo_data(p)) {
-            return Some(Ok(propose_yolo(&data, schema_dir)));
+            return Some(Ok((propose_yolo(&data, schema_dir), paths.to_vec())));
         }
         let listings: Vec<image_folder::Listing> = paths
             .iter()
@@ -34,7 +35,7 @@ pub fn propose(paths: &[PathBuf], schema_dir: &Path) -> Option<Result<String, St
             .collect();
         let plain = crate::source::layouts::discover::discover(paths).0;
         if plain.is_empty() && listings.iter().all(|l| !l.files.is_empty()) {
-            return Some(Ok(propose_folder(&listings)));
+            return Some(Ok((propose_folder(&listings), paths.to_vec())));
         }
     }
     None

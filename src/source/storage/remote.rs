@@ -140,7 +140,7 @@ fn http_key(key: &str) -> String {
 
 /// `%XX` escapes decoded (an invalid escape, or bytes that are not UTF-8,
 /// left as typed).
-pub(super) fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -420,13 +420,28 @@ fn store(root: &str) -> Result<Store, String> {
                 .build()
                 .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, from.to_string()))
         }
-        // A URL typed with http:// is read over plain HTTP as typed.
-        "http" | "https" => object_store::http::HttpBuilder::new()
-            .with_url(root)
-            .with_retry(retry())
-            .with_client_options(client_options(scheme == "http"))
-            .build()
-            .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, "none (plain HTTP)".to_string())),
+        // A URL typed with http:// is read over plain HTTP as typed; its
+        // `user:password@` is sent as Basic authorization.
+        "http" | "https" => {
+            let (root, basic) = basic_auth(root);
+            let mut headers = reqwest::header::HeaderMap::new();
+            let from = match basic {
+                Some(b) => {
+                    let mut value = reqwest::header::HeaderValue::from_str(&b)
+                        .map_err(|_| "the URL's user name or password is not a valid header value".to_string())?;
+                    value.set_sensitive(true);
+                    headers.insert(reqwest::header::AUTHORIZATION, value);
+                    "the URL's user name and password (HTTP Basic)"
+                }
+                None => "none (plain HTTP)",
+            };
+            object_store::http::HttpBuilder::new()
+                .with_url(root)
+                .with_retry(retry())
+                .with_client_options(client_options(scheme == "http").with_default_headers(headers))
+                .build()
+                .map(|s| (Arc::new(s) as Arc<dyn ObjectStore>, from.to_string()))
+        }
         _ => return Err(format!("unsupported URL scheme {scheme}://")),
     };
     let (store, credentials) = built.map_err(|e| match e.to_string() {
@@ -441,6 +456,43 @@ fn store(root: &str) -> Result<Store, String> {
         .unwrap_or_else(|e| e.into_inner())
         .insert(root.to_string(), s.clone());
     Ok(s)
+}
+
+/// An `http(s)://` root without its `user:password@`, and that userinfo
+/// as a Basic authorization header's value (percent-escapes decoded, as
+/// browsers and curl send it).
+fn basic_auth(root: &str) -> (String, Option<String>) {
+    let Some(at) = root.find("://").map(|i| i + 3) else {
+        return (root.to_string(), None);
+    };
+    let end = root[at..].find(['/', '?', '#']).map_or(root.len(), |i| at + i);
+    let Some(sign) = root[at..end].rfind('@').map(|i| at + i) else {
+        return (root.to_string(), None);
+    };
+    let info = &root[at..sign];
+    let (user, password) = info.split_once(':').unwrap_or((info, ""));
+    let pair = format!("{}:{}", percent_decode(user), percent_decode(password));
+    (
+        format!("{}{}", &root[..at], &root[sign + 1..]),
+        Some(format!("Basic {}", base64(pair.as_bytes()))),
+    )
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            out.push(if i <= c.len() {
+                A[(n >> (18 - 6 * i) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
 }
 
 /// Sizes of the objects listings found, by URL: opening a listed object
@@ -708,12 +760,80 @@ impl Object {
     /// One request (see [`get`]) that pins the object's version when it is
     /// the first, and checks the size against the listing's.
     fn request(&self, range: Option<GetRange>) -> Result<(u64, Bytes), ReadError> {
+        if let (Some(r), Some(all)) = (&range, self.kept_whole()) {
+            return Ok((all.len() as u64, slice(&all, r)));
+        }
         let store = &self.store;
-        let (meta, bytes) = runtime()
-            .block_on(get(store.store.clone(), self.key.clone(), range, self.pinned()))
-            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        let (meta, bytes) =
+            match runtime().block_on(get(store.store.clone(), self.key.clone(), range.clone(), self.pinned())) {
+                Ok(got) => got,
+                Err(e) if ignores_range(&e) => {
+                    let all = self.whole()?;
+                    let r = range.unwrap_or(GetRange::Offset(0));
+                    return Ok((all.len() as u64, slice(&all, &r)));
+                }
+                Err(e) => return Err(ReadError::new(describe(&e, &store.credentials))),
+            };
         self.pin(&meta)?;
         Ok((meta.size, bytes))
+    }
+
+    /// The object read whole, for a server that answers a ranged GET with
+    /// all of it (200, not 206; Python's `http.server` is one): one plain
+    /// GET when it is at most [`WHOLE_MAX`] bytes, kept for the readers
+    /// that open it again; a larger one is refused, naming its size.
+    fn whole(&self) -> Result<Bytes, ReadError> {
+        if let Some(all) = self.kept_whole() {
+            return Ok(all);
+        }
+        let size = match self.size {
+            Some(size) => size,
+            None => self.request(None)?.0,
+        };
+        if size > WHOLE_MAX {
+            return Err(ReadError::new(format!(
+                "the server does not serve byte ranges (it answered a ranged GET with the whole object); \
+                 objects up to {} MiB are then read whole, and this one is {size} bytes: serve it from a \
+                 server that answers Range requests, or download it and check the copy",
+                WHOLE_MAX >> 20
+            )));
+        }
+        let store = &self.store;
+        let options = GetOptions {
+            if_match: self.pinned(),
+            ..Default::default()
+        };
+        let key = self.key.clone();
+        let (meta, all) = runtime()
+            .block_on(async {
+                let r = store.store.get_opts(&key, options).await?;
+                let meta = r.meta.clone();
+                let bytes = r.bytes().await?;
+                REQUESTS.fetch_add(1, Ordering::Relaxed);
+                BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                Ok::<_, object_store::Error>((meta, bytes))
+            })
+            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        self.pin(&meta)?;
+        if all.len() as u64 != size || meta.size != size {
+            return Err(changed());
+        }
+        let mut kept = wholes().lock().unwrap_or_else(|e| e.into_inner());
+        kept.push_back((self.url.clone(), all.clone()));
+        let mut total: u64 = kept.iter().map(|(_, b)| b.len() as u64).sum();
+        while total > WHOLE_KEPT && kept.len() > 1 {
+            total -= kept.pop_front().map_or(0, |(_, b)| b.len() as u64);
+        }
+        Ok(all)
+    }
+
+    /// This object as [`Object::whole`] read it, if it is kept.
+    fn kept_whole(&self) -> Option<Bytes> {
+        if !is_http(&self.url) {
+            return None;
+        }
+        let kept = wholes().lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(u, _)| *u == self.url).map(|(_, b)| b.clone())
     }
 
     /// Pins the version a response came from (the first), or checks that
@@ -800,9 +920,23 @@ impl Object {
                 Ok(bytes)
             }
         };
-        runtime()
-            .block_on(object_store::coalesce_ranges(ranges, fetch, coalesce))
-            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))
+        if let Some(all) = self.kept_whole() {
+            return Ok(ranges
+                .iter()
+                .map(|r| slice(&all, &GetRange::Bounded(r.clone())))
+                .collect());
+        }
+        match runtime().block_on(object_store::coalesce_ranges(ranges, fetch, coalesce)) {
+            Ok(got) => Ok(got),
+            Err(e) if ignores_range(&e) => {
+                let all = self.whole()?;
+                Ok(ranges
+                    .iter()
+                    .map(|r| slice(&all, &GetRange::Bounded(r.clone())))
+                    .collect())
+            }
+            Err(e) => Err(ReadError::new(describe(&e, &store.credentials))),
+        }
     }
 
     /// The object read from its start, block by block (see [`Stream`]).
@@ -857,15 +991,25 @@ impl Stream {
         if self.pos >= self.size {
             return Ok(());
         }
+        if let Some(all) = self.object.kept_whole() {
+            return self.rest_of(all);
+        }
         let ahead = match self.ahead.take() {
             Some(a) => a,
             None => self.start(self.pos),
         };
         let credentials = &self.object.store.credentials;
-        let (meta, bytes) = runtime()
+        let got = runtime()
             .block_on(ahead)
-            .map_err(|_| ReadError::new("a request was cancelled"))?
-            .map_err(|e| ReadError::new(describe(&e, credentials)))?;
+            .map_err(|_| ReadError::new("a request was cancelled"))?;
+        let (meta, bytes) = match got {
+            Ok(got) => got,
+            Err(e) if ignores_range(&e) => {
+                let all = self.object.whole()?;
+                return self.rest_of(all);
+            }
+            Err(e) => return Err(ReadError::new(describe(&e, credentials))),
+        };
         self.object.pin(&meta)?;
         let want = (self.size - self.pos).min(BLOCK);
         if meta.size != self.size || bytes.len() as u64 != want {
@@ -876,6 +1020,18 @@ impl Stream {
         if self.pos < self.size {
             self.ahead = Some(self.start(self.pos));
         }
+        Ok(())
+    }
+}
+
+impl Stream {
+    /// The rest of the object from what [`Object::whole`] read.
+    fn rest_of(&mut self, all: Bytes) -> Result<(), ReadError> {
+        if all.len() as u64 != self.size {
+            return Err(changed());
+        }
+        self.buf = all.slice(self.pos as usize..);
+        self.pos = self.size;
         Ok(())
     }
 }
@@ -899,6 +1055,44 @@ impl Drop for Stream {
             a.abort();
         }
     }
+}
+
+/// Objects up to this size are read whole from a server that ignores
+/// Range (see [`Object::whole`]); larger ones are refused.
+const WHOLE_MAX: u64 = 64 << 20;
+
+/// Whole objects kept for readers that open them again, by URL; the
+/// oldest are dropped past this many bytes.
+const WHOLE_KEPT: u64 = 256 << 20;
+
+fn wholes() -> &'static Mutex<std::collections::VecDeque<(String, Bytes)>> {
+    static KEPT: OnceLock<Mutex<std::collections::VecDeque<(String, Bytes)>>> = OnceLock::new();
+    KEPT.get_or_init(Default::default)
+}
+
+/// Whether a request failed because the server answered a ranged GET with
+/// the whole object (200).
+fn ignores_range(e: &object_store::Error) -> bool {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    // (The HTTP client's words, and the other clients'.)
+    text.contains("Range request not supported") || text.contains("non-partial response")
+}
+
+/// The bytes `range` names of a whole object (clamped to it).
+fn slice(all: &Bytes, range: &GetRange) -> Bytes {
+    let size = all.len() as u64;
+    let (start, end) = match range {
+        GetRange::Bounded(r) => (r.start, r.end),
+        GetRange::Offset(o) => (*o, size),
+        GetRange::Suffix(n) => (size.saturating_sub(*n), size),
+    };
+    let end = end.min(size);
+    all.slice(start.min(end) as usize..end as usize)
 }
 
 fn changed() -> ReadError {
@@ -948,8 +1142,8 @@ fn describe(e: &object_store::Error, credentials: &str) -> String {
                 Some(412) => changed().message,
                 Some(429) | Some(503) => format!("throttled (HTTP {}){retries}", status.unwrap_or(0)),
                 Some(s) => format!("the server answered HTTP {s}{retries}"),
-                None if text.contains("non-partial response") => {
-                    "the server ignores Range requests (it answered 200 to a ranged GET)".into()
+                None if ignores_range(e) => {
+                    "the server does not serve byte ranges (it answered a ranged GET with the whole object)".into()
                 }
                 None if text.contains("credential") || text.contains("Credential") => format!(
                     "no credentials found (looked in {credentials}); set them in the environment, \
@@ -1016,6 +1210,17 @@ mod tests {
             split("hf://datasets/o/n@refs/pr/3/d/x"),
             Some(("hf://datasets/o/n@refs/pr/3", "d/x"))
         );
+    }
+
+    #[test]
+    fn userinfo_becomes_basic_authorization() {
+        assert_eq!(
+            basic_auth("https://u%40x:p%3Ass@h:1/?sig=1"),
+            ("https://h:1/?sig=1".to_string(), Some("Basic dUB4OnA6c3M=".to_string()))
+        );
+        assert_eq!(basic_auth("http://h/"), ("http://h/".to_string(), None));
+        assert_eq!(base64(b"user:pw"), "dXNlcjpwdw==");
+        assert_eq!(base64(b"ab"), "YWI=");
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub struct IpcSource {
     file: Option<FileIndex>,
     /// A file's bytes (a stream is opened again to be read in order).
     input: Option<Arc<Input>>,
+    /// Rows, from the message headers (unknown for a stream in storage).
+    rows: Option<u64>,
 }
 
 /// Where an IPC file's messages are, from its footer.
@@ -52,6 +54,8 @@ struct FileIndex {
     batches: Vec<Block>,
     /// File row of each record batch's first row.
     first_rows: Vec<u64>,
+    /// Rows of all record batches.
+    rows: u64,
 }
 
 /// A message of a file: where it starts, its metadata and body lengths.
@@ -83,18 +87,26 @@ impl IpcSource {
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
+                rows: Some(index.rows),
                 file: Some(index),
                 input: Some(input),
             })
         } else {
-            let columns = vet_stream(input)?;
+            let (columns, rows) = vet_stream(input)?;
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
                 file: None,
                 input: None,
+                rows,
             })
         }
+    }
+
+    /// Rows of the file, as its message headers say (`None` for a stream
+    /// in storage, whose headers are not read ahead).
+    pub(crate) fn rows(&self) -> Option<u64> {
+        self.rows
     }
 }
 
@@ -424,6 +436,7 @@ fn index_file(input: Arc<Input>) -> Result<FileIndex, ReadError> {
         dictionaries,
         batches,
         first_rows,
+        rows: next,
     })
 }
 
@@ -450,8 +463,9 @@ pub(crate) fn is_datasets_indices(path: &Path) -> bool {
 
 /// Walks an IPC stream's messages (headers only) and vets every compressed
 /// buffer, before the decoder allocates anything they declare; returns the
-/// names of the columns of the stream's schema.
-fn vet_stream(input: Input) -> Result<Vec<String>, ReadError> {
+/// names of the columns of the stream's schema and (for a local file) its
+/// rows.
+fn vet_stream(input: Input) -> Result<(Vec<String>, Option<u64>), ReadError> {
     let remote = input.is_remote();
     let bytes = Bytes::open(Arc::new(input));
     let not_ipc = |e: ReadError| ReadError::new(format!("not an Arrow IPC file or stream: {}", e.message));
@@ -471,10 +485,11 @@ fn vet_stream(input: Input) -> Result<Vec<String>, ReadError> {
     // An object's messages are vetted as the read meets them (in order:
     // hopping from header to header would be a request each).
     if remote {
-        return Ok(columns);
+        return Ok((columns, None));
     }
     let mut pos = 0u64;
     let mut i = 0usize;
+    let mut rows = 0u64;
     while pos + 4 <= bytes.len {
         let at = format!("message {i}");
         let Some((flat, body)) = bytes.message_at(pos, None).map_err(|e| e.at(at.clone()))? else {
@@ -482,6 +497,9 @@ fn vet_stream(input: Input) -> Result<Vec<String>, ReadError> {
         };
         let message = parse(&flat).map_err(|e| e.at(at.clone()))?;
         bytes.vet(&message, body).map_err(|e| e.at(at.clone()))?;
+        if let Some(b) = message.header_as_record_batch() {
+            rows = rows.saturating_add(u64::try_from(b.length()).unwrap_or(0));
+        }
         let body_len =
             u64::try_from(message.bodyLength()).map_err(|_| ReadError::new("negative body length").at(at.clone()))?;
         pos = body
@@ -495,5 +513,5 @@ fn vet_stream(input: Input) -> Result<Vec<String>, ReadError> {
             })?;
         i += 1;
     }
-    Ok(columns)
+    Ok((columns, Some(rows)))
 }
