@@ -626,7 +626,7 @@ impl Report {
                             let xy = if pixel { e.xy } else { None };
                             match e.origin {
                                 Some(o) => ReportExample {
-                                    file: crate::redact::url(&o.file.to_string()).into_owned(),
+                                    file: crate::redact::url(o.file.as_ref()).into_owned(),
                                     row: o.row,
                                     value: e.value,
                                     xy,
