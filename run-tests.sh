@@ -5,8 +5,9 @@
 # real model folder (config.json, tokenizer.json, vocab.txt) that the bound
 # reference tests read, pre-commit, maturin, zig, auditwheel and pytest —
 # then builds the Python wheel, runs `cargo test`, tests the wheel in a
-# fresh venv and runs the Python package's tests. Extra arguments go to
-# cargo test.
+# fresh venv and runs the Python package's tests; it also builds the docs
+# (mdBook, installed once into target/tools). Extra arguments go to cargo
+# test.
 set -euo pipefail
 cd "$(dirname "$0")"
 venv=target/test-venv
@@ -38,6 +39,21 @@ export PREFLIGHT_TEST_PYTHON="$PWD/$venv/bin/python"
 python/tests/wheel.sh build
 PREFLIGHT_TEST_WHEEL="$(echo "$PWD"/target/wheel/dist/data_preflight-*.whl)"
 export PREFLIGHT_TEST_WHEEL
+# The docs (docs/, mdBook): the pinned mdbook is built once into
+# target/tools (about 5 minutes on 2 busy cores; kept across runs) and the
+# book into target/book. A warning (an unclosed HTML tag, a missing page)
+# fails the run; links and examples are tested by tests/docs.rs.
+mdbook_version=0.5.4
+mdbook=target/tools/bin/mdbook
+if [ ! -x "$mdbook" ] || [ "$("$mdbook" --version)" != "mdbook v$mdbook_version" ]; then
+    echo "run-tests: installing mdbook $mdbook_version into target/tools" >&2
+    cargo install --quiet --locked "mdbook@$mdbook_version" --root target/tools
+fi
+book_log="$("$mdbook" build docs 2>&1)" || { echo "$book_log" >&2; exit 1; }
+if grep -E 'WARN|ERROR' <<<"$book_log" >&2; then
+    echo "run-tests: mdbook build docs: warnings above" >&2
+    exit 1
+fi
 cargo test "$@"
 export PREFLIGHT_BIN="$PWD/target/debug/preflight"
 python/tests/wheel.sh test

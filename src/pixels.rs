@@ -1,7 +1,7 @@
 //! The pixel transform: encoded images (an image file's bytes, or a
 //! table's binary / `{bytes: ...}` column whose schema column sets
 //! `decode`) become arrays of class values for the check kernels, read the
-//! way the column's loader reads them (README "Segmentation masks").
+//! way the column's loader reads them (docs/src/sources/masks.md).
 //!
 //! It sits between the sources and the kernels: the kernels only ever see
 //! an Arrow array, one per image: a one-row list of pixel rows

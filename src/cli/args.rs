@@ -93,7 +93,26 @@ pub enum Command {
         /// The schema file [default: preflight.yaml]
         #[arg(value_name = "SCHEMA")]
         schema: Option<PathBuf>,
+        /// Print a JSON Schema instead: of preflight.yaml (for editors;
+        /// the default), or of the JSON report
+        #[arg(
+            long,
+            value_name = "OF",
+            num_args = 0..=1,
+            default_missing_value = "yaml",
+            conflicts_with = "schema"
+        )]
+        json_schema: Option<JsonSchemaOf>,
     },
+}
+
+/// Which JSON Schema `preflight schema --json-schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JsonSchemaOf {
+    /// preflight.yaml (schemas/json/preflight.schema.json)
+    Yaml,
+    /// The JSON report of `--format json` (schemas/json/report.schema.json)
+    Report,
 }
 
 #[derive(Debug, clap::Args)]
@@ -144,7 +163,7 @@ pub struct CheckArgs {
     pub violations_out: Option<PathBuf>,
 
     /// Keep each file's result in DIR and reuse it while the file and the
-    /// check are unchanged (see README, "Repeated gates")
+    /// check are unchanged (see the docs, "Command line": "Repeated gates")
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
 
@@ -158,7 +177,7 @@ pub struct CheckArgs {
 pub enum Format {
     /// Diagnostics for people
     Human,
-    /// One JSON document (its keys are described in the README, "The JSON report")
+    /// One JSON document (its keys are described in the docs, "JSON report")
     Json,
     /// GitHub Actions annotations naming file and row
     Github,

@@ -74,7 +74,7 @@ fn run(command: Command) -> u8 {
             paths,
             split_bytes,
         } => plan::run(schema, paths, split_bytes),
-        Command::Schema { schema } => schema::run(schema),
+        Command::Schema { schema, json_schema } => schema::run(schema, json_schema),
         Command::Filter {
             schema,
             paths,

@@ -1,31 +1,48 @@
-//! The JSON report: the layout the README documents ("JSON report"), keys in its order, and
-//! nothing that varies between runs over the same input.
+//! The JSON report: the layout the docs document (docs/src/json-report.md),
+//! keys in its order, and nothing that varies between runs over the same
+//! input. Its JSON Schema ([`json_schema`]) is derived from the same types.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{ErrorEntry, Report};
 use crate::schema::Rule;
 
-#[derive(Serialize)]
+/// A preflight report (`--format json`).
+#[derive(Serialize, JsonSchema)]
+#[schemars(title = "preflight report")]
 struct Doc<'a> {
+    /// Every rule held for every row of every file, and everything was checked.
     ok: bool,
+    /// Files checked.
     files: usize,
+    /// Rows checked.
     rows: u64,
+    /// The sum of the checks' counts.
     violations: u64,
+    /// One entry per rule of each schema column, in schema order.
     checks: Vec<Check<'a>>,
+    /// What kept data from being checked completely.
     errors: &'a [ErrorEntry],
+    /// What is suspicious without being a violation.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     warnings: &'a [String],
+    /// With --partial: what `preflight merge` needs.
     #[serde(skip_serializing_if = "Option::is_none")]
     partial: Option<serde_json::Value>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct Check<'a> {
+    /// The schema column.
     column: &'a str,
+    /// The rule.
     rule: Rule,
+    /// Values (value rules) or rows (length rules) that break it.
     violations: u64,
+    /// The first violations in (file, row) order.
     examples: Vec<Example<'a>>,
+    /// The rule in words.
     bound: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     sources: Vec<Source<'a>>,
@@ -35,13 +52,13 @@ struct Check<'a> {
     pixel_counts: Option<Vec<PixelCount>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct PixelCount {
     value: serde_json::Value,
     pixels: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct Example<'a> {
     file: &'a str,
     row: u64,
@@ -55,10 +72,25 @@ struct Example<'a> {
     value: serde_json::Value,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct Source<'a> {
     key: &'a str,
     from: &'a str,
+}
+
+/// `schemas/json/report.schema.json` as committed, built into the binary for
+/// `preflight schema --json-schema report` (a test keeps it equal to
+/// [`json_schema`]).
+pub const JSON_SCHEMA: &str = include_str!("../../schemas/json/report.schema.json");
+
+/// The JSON Schema (draft 7) of the report (committed as
+/// `schemas/json/report.schema.json`).
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::generate::SchemaSettings::draft07()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<Doc<'static>>();
+    schema.to_value()
 }
 
 /// Renders the report as one JSON document (with a final newline).

@@ -391,7 +391,7 @@ impl Tally {
 }
 
 /// A failure that kept some data from being checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ErrorEntry {
     /// The file it concerns, as the user named it, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -626,7 +626,7 @@ impl Report {
                             let xy = if pixel { e.xy } else { None };
                             match e.origin {
                                 Some(o) => ReportExample {
-                                    file: crate::redact::url(&o.file.to_string()).into_owned(),
+                                    file: crate::redact::url(o.file.as_ref()).into_owned(),
                                     row: o.row,
                                     value: e.value,
                                     xy,

@@ -59,6 +59,21 @@ impl fmt::Display for Number {
     }
 }
 
+/// `schemas/json/preflight.schema.json` as committed, built into the binary
+/// so that `preflight schema --json-schema` gives editors the schema of the
+/// very version that reads the file (a test keeps it equal to
+/// [`json_schema`]).
+pub const JSON_SCHEMA: &str = include_str!("../../schemas/json/preflight.schema.json");
+
+/// The JSON Schema (draft 7) of `preflight.yaml`, derived from the types the
+/// parser deserializes (committed as `schemas/json/preflight.schema.json`).
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<raw::RawSchema>();
+    schema.to_value()
+}
+
 /// Python's `float()` on text: white space around it is ignored and
 /// underscores may stand between digits (`1_000`).
 pub fn python_float(text: &str) -> Option<f64> {
@@ -101,7 +116,7 @@ pub fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
 }
 
 /// The rules a check can report, named as in the JSON report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// 0 <= v < num_classes, or v == ignore_index (or one of `classes`).
@@ -248,7 +263,7 @@ pub struct ColumnSpec {
     pub coco_mapping: Option<CocoMapping>,
 }
 
-/// How a loader reads a mask image into class indices (README "Segmentation masks").
+/// How a loader reads a mask image into class indices (docs/src/sources/masks.md).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PixelSpec {
     /// `decode:` raw (`numpy.array(Image.open(f))`) or luminance (`.convert("L")`).
@@ -297,7 +312,7 @@ impl Decode {
 
 /// How a dataset's files become tables beyond their own format
 /// (`dataset.layout`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Layout {
     /// A torchvision `ImageFolder` tree: each image is a file of one row
@@ -1111,5 +1126,49 @@ fn yaml_number(n: Number) -> String {
         Number::Int(i) => i.to_string(),
         Number::Float(f) if f.is_infinite() => if f > 0.0 { ".inf" } else { "-.inf" }.to_string(),
         Number::Float(f) => format!("{f:?}"),
+    }
+}
+
+#[cfg(test)]
+mod json_schema_files {
+    //! The committed JSON Schemas are what the types give: a drifted file is
+    //! rewritten and the test fails, so the change shows in `git diff`.
+
+    fn text(schema: serde_json::Value) -> String {
+        serde_json::to_string_pretty(&schema).unwrap() + "\n"
+    }
+
+    fn check(rel: &str, schema: serde_json::Value) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+        let text = text(schema);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != text {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            panic!("{rel} was not what the Rust types give; it has been regenerated: review and commit it");
+        }
+    }
+
+    #[test]
+    fn preflight_yaml_schema_is_committed() {
+        check("schemas/json/preflight.schema.json", super::json_schema());
+    }
+
+    #[test]
+    fn report_schema_is_committed() {
+        check("schemas/json/report.schema.json", crate::report::json::json_schema());
+    }
+
+    /// What `preflight schema --json-schema` prints (built in with
+    /// `include_str!`) is what the types give, byte for byte.
+    #[test]
+    fn built_in_schemas_are_the_generated_ones() {
+        // After a regeneration the build still holds the old file: run again.
+        let stale = "the built-in JSON Schema differs from the generated one; rebuild";
+        assert!(super::JSON_SCHEMA == text(super::json_schema()), "{stale}");
+        assert!(
+            crate::report::json::JSON_SCHEMA == text(crate::report::json::json_schema()),
+            "{stale}"
+        );
     }
 }

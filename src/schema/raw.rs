@@ -3,28 +3,43 @@
 //! Every struct denies unknown fields, so a misspelt key (`num_clases`) is an
 //! error naming the key and its line instead of a silently disabled check.
 //! Nothing here is validated beyond its YAML type; see [`super::Schema`].
+//!
+//! The same types give the JSON Schema of `preflight.yaml` (schemars; see
+//! [`super::json_schema`]), so editors complete and check exactly the keys
+//! this parser takes. Field docs are the editor's hover text.
 
+use std::borrow::Cow;
 use std::fmt;
 
+use schemars::{JsonSchema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use super::Number;
 
-#[derive(Debug, Deserialize)]
+/// A preflight schema: the columns to check and the rule each must hold.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "preflight.yaml")]
 pub(crate) struct RawSchema {
+    /// The schema format's version: 1.
     pub version: Option<u64>,
+    /// A name for reports.
     pub name: Option<String>,
+    /// What to check when the command line names no PATH, and how.
     pub dataset: Option<RawDataset>,
+    /// Column name to its rule, in report order.
     pub columns: Columns,
 }
 
-#[derive(Debug, Deserialize)]
+/// The dataset's files and layout.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawDataset {
+    /// Files, directories, globs or URLs, relative to the schema file.
     #[serde(default)]
     pub files: Vec<String>,
+    /// How files become tables beyond their own format.
     pub layout: Option<super::Layout>,
     /// `[keypoints, dims]` of ultralytics pose labels (`layout: yolo`).
     pub kpt_shape: Option<Vec<i64>>,
@@ -58,7 +73,8 @@ impl<'de> Deserialize<'de> for Columns {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// The rule of a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum RawKind {
     Class,
@@ -67,53 +83,81 @@ pub(crate) enum RawKind {
     Range,
 }
 
-/// One column's rule. Flat on purpose: serde cannot combine internally
+/// One column's rule (keys of other kinds are refused when the schema is
+/// validated). Flat on purpose: serde cannot combine internally
 /// tagged enums with `deny_unknown_fields` and keep line numbers, so keys that
 /// do not belong to the column's kind are rejected during validation.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawColumn {
+    /// class: 0 <= v < num_classes; index: 0 <= v < size; values: one of allowed; range: min <= v <= max.
     pub kind: RawKind,
+    /// class: the number of classes (a number or a reference).
     pub num_classes: Option<Bound>,
     #[serde(default, deserialize_with = "present")]
+    /// class: a value exempt from the rule (default -100; null: none).
     pub ignore_index: Option<Option<Number>>,
+    /// class: string class names, a list or {class_names: FILE}.
     pub classes: Option<RawClasses>,
+    /// index: the number of rows of the table indexed (a number or a reference).
     pub size: Option<Bound>,
+    /// index: ids the tokenizer can emit; ids in [tokenizer_size, size) are reported apart.
     pub tokenizer_size: Option<Bound>,
+    /// index: accept -size <= v < 0 too (x[idx], take, index_put).
     pub wrap_negative: Option<bool>,
+    /// values: the values allowed (numbers or strings).
     pub allowed: Option<Vec<Scalar>>,
+    /// range: the smallest value allowed.
     pub min: Option<Bound>,
+    /// range: the largest value allowed.
     pub max: Option<Bound>,
+    /// List columns: at most this many elements per row (per document with eod_id).
     pub max_length: Option<Bound>,
+    /// List columns: at least this many elements per row (per document with eod_id).
     pub min_length: Option<Bound>,
+    /// List columns: as many elements as this column, row by row.
     pub same_length_as: Option<String>,
+    /// Elements equal to this id do not count toward max_length/min_length.
     pub pad_id: Option<Number>,
+    /// Token streams: the end-of-document id; length rules judge documents.
     pub eod_id: Option<Number>,
+    /// Nulls are exempt from every rule.
     pub nullable: Option<bool>,
+    /// A file may lack this column.
     pub optional: Option<bool>,
+    /// The stored integer type of token files that record none (uint16, uint32, ...).
     pub dtype: Option<String>,
+    /// Images: raw (the stored values) or luminance (convert("L")).
     pub decode: Option<String>,
+    /// Masks: mmsegmentation's reduce_zero_label (0 -> 255, v -> v - 1).
     pub reduce_zero_label: Option<bool>,
+    /// Colour masks: "R,G,B" or "#rrggbb" to class.
     #[serde(default, deserialize_with = "ordered_map")]
+    #[schemars(with = "Option<std::collections::BTreeMap<String, Number>>")]
     pub colors: Option<Vec<(String, Number)>>,
+    /// Masks: the image folder, relative to the mask folder, or {dir, mask_suffix, image_suffix}.
     pub pair_with: Option<RawPair>,
+    /// COCO category_id: contiguous (detectron2) or {by_name: [names]} (mmdetection); absent: raw ids.
     pub coco_mapping: Option<RawCocoMapping>,
 }
 
 /// `pair_with`: a folder, or `{dir, mask_suffix, image_suffix}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum RawPair {
     Dir(String),
     Full(RawPairFull),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPairFull {
+    /// The image folder, relative to the mask folder.
     pub dir: String,
+    /// Taken off the end of each mask's stem.
     #[serde(default)]
     pub mask_suffix: String,
+    /// Taken off the end of each image's stem.
     #[serde(default)]
     pub image_suffix: String,
 }
@@ -167,7 +211,7 @@ fn ordered_map<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<(String, Nu
 }
 
 /// `coco_mapping`: `contiguous`, or `{by_name: [names] | FILE}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum RawCocoMapping {
     Name(String),
@@ -184,7 +228,7 @@ where
 }
 
 /// String class names: a list, or a file with one name a line.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum RawClasses {
     List(Vec<String>),
@@ -236,16 +280,24 @@ pub(crate) enum Bound {
 }
 
 /// Where a bound's number lives. Exactly one source key may be given.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Reference {
+    /// A model's config.json (or its folder); with `key`.
     pub hf_config: Option<String>,
+    /// The config.json key: vocab_size, num_labels, max_position_embeddings, ...
     pub key: Option<String>,
+    /// A tokenizer.json: 1 + its largest id, added tokens included.
     pub tokenizer: Option<String>,
+    /// A vocab.txt: one token a line.
     pub vocab_file: Option<String>,
+    /// A file of class names, one a line.
     pub class_names: Option<String>,
+    /// nanoGPT's meta.pkl (or its folder): its vocab_size, read without unpickling.
     pub nanogpt_meta: Option<String>,
+    /// An ultralytics data.yaml: len(names), else nc.
     pub yolo_data: Option<String>,
+    /// Added to the number read.
     pub offset: Option<i64>,
 }
 
@@ -309,5 +361,58 @@ impl<'de> Deserialize<'de> for Number {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+// JSON Schemas of the types whose Deserialize is written by hand above.
+
+impl JsonSchema for Columns {
+    fn schema_name() -> Cow<'static, str> {
+        "Columns".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
+        let column = generator.subschema_for::<RawColumn>();
+        json_schema!({
+            "description": "Column name to its rule, in report order.",
+            "type": "object",
+            "additionalProperties": column,
+        })
+    }
+}
+
+impl JsonSchema for Number {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Number".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
+        json_schema!({ "type": "number" })
+    }
+}
+
+impl JsonSchema for Scalar {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Scalar".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
+        json_schema!({ "type": ["number", "string"] })
+    }
+}
+
+impl JsonSchema for Bound {
+    fn schema_name() -> Cow<'static, str> {
+        "Bound".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> schemars::Schema {
+        let reference = generator.subschema_for::<Reference>();
+        json_schema!({
+            "description": "A number, or a reference to the model file holding it such as {hf_config: model/config.json, key: vocab_size}.",
+            "anyOf": [{ "type": "number" }, reference],
+        })
     }
 }

@@ -86,11 +86,14 @@ impl Env {
             .current_dir(self.dir.path())
             .output()
             .expect("run preflight");
-        Run {
+        let run = Run {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        };
+        // Every JSON report a test produces must fit the report's JSON Schema.
+        crate::json_schema::check_report_output(args, &run.stdout);
+        run
     }
 
     /// Runs `preflight ARGS` with `input` on stdin; stdout comes back as bytes.

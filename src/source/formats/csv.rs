@@ -1,6 +1,6 @@
 //! CSV and TSV reader.
 //!
-//! CSV has no types, so each cell's text decides (see the README): blank is
+//! CSV has no types, so each cell's text decides (see docs/src/sources/tables.md): blank is
 //! null, a number is a number (`i64`, `u64` above `i64::MAX`, else `f64`),
 //! anything else is a string; the shared column builder turns one batch of a
 //! column into one Arrow array (a dense union where kinds mix). The first

@@ -1,6 +1,6 @@
 //! Images (segmentation masks): files of one row and one column, `pixels`,
 //! and the decoders that turn image bytes into the values a Python loader
-//! sees (README "Segmentation masks").
+//! sees (docs/src/sources/masks.md).
 //!
 //! The reader itself does not decode: it hands the file's bytes on as a
 //! one-row binary column tagged [`IMAGE_FIELD`], and the pixel transform
