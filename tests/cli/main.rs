@@ -9,6 +9,7 @@ mod filter;
 mod formats;
 mod hostile;
 mod interop;
+mod jpeg;
 mod layouts;
 mod masks;
 mod mds;
