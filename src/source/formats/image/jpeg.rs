@@ -34,6 +34,12 @@ const JPEG_SUSPENDED: c_int = 0;
 const JPEG_HEADER_TABLES_ONLY: c_int = 2;
 const APP1: c_int = 0xE1;
 
+/// The most scans a valid progression has: each of 4 components' 64
+/// coefficients in a scan of its own, first and then one refinement per
+/// bit. More repeat a scan (libjpeg only warns), and each costs a pass over
+/// the whole image: a small file of many scans would stall the check.
+const MAX_SCANS: c_int = 4 * 64 * 14;
+
 /// A libjpeg error, carried out of the library by unwinding.
 struct Failed(String);
 
@@ -74,6 +80,18 @@ unsafe extern "C-unwind" fn error_exit(cinfo: &mut ffi::jpeg_common_struct) {
     resume_unwind(Box::new(Failed(msg)));
 }
 
+/// Called by libjpeg before each input step: stops at [`MAX_SCANS`].
+unsafe extern "C-unwind" fn progress(cinfo: &mut ffi::jpeg_common_struct) {
+    // SAFETY: only decompressors are created here.
+    let scans =
+        unsafe { (*(cinfo as *mut ffi::jpeg_common_struct as *mut ffi::jpeg_decompress_struct)).input_scan_number };
+    if scans > MAX_SCANS {
+        resume_unwind(Box::new(Failed(format!(
+            "more than {MAX_SCANS} scans, more than a valid progression has: refused (Pillow would decode every one)"
+        ))));
+    }
+}
+
 /// Warnings are dropped, as Pillow's `output` handler drops them.
 unsafe extern "C-unwind" fn output_message(_: &mut ffi::jpeg_common_struct) {}
 
@@ -99,6 +117,7 @@ struct Decoder<'a> {
     cinfo: Box<ffi::jpeg_decompress_struct>,
     _err: Box<ffi::jpeg_error_mgr>,
     _src: Box<ffi::jpeg_source_mgr>,
+    _progress: Box<ffi::jpeg_progress_mgr>,
     _bytes: &'a [u8],
 }
 
@@ -123,10 +142,14 @@ impl<'a> Decoder<'a> {
             src.resync_to_restart = Some(ffi::jpeg_resync_to_restart);
             src.term_source = Some(init_source);
             cinfo.src = &mut *src;
+            let mut monitor: Box<ffi::jpeg_progress_mgr> = Box::new(std::mem::zeroed());
+            monitor.progress_monitor = Some(progress);
+            cinfo.common.progress = &mut *monitor;
             Ok(Decoder {
                 cinfo,
                 _err: err,
                 _src: src,
+                _progress: monitor,
                 _bytes: bytes,
             })
         }
