@@ -58,9 +58,9 @@ impl Stop {
                 "JPEG: the file is truncated (the decoder needs data after its end): Pillow raises \"image file is truncated\" on it".into()
             }
             // libjpeg-turbo 2.1's decoder predates lossless JPEG (SOF3),
-            // which Pillow 13's libjpeg-turbo 3 reads.
+            // which libjpeg-turbo 3 reads.
             Stop::Error(e) if e.contains("SOF type 0xc3") => {
-                format!("JPEG: {e}: lossless JPEG is not read here (Pillow 13 reads it)")
+                format!("JPEG: {e}: lossless JPEG is not read here (libjpeg-turbo 3 reads it, this is 2.1's decoder)")
             }
             Stop::Error(e) => format!("JPEG: {e}"),
         }
