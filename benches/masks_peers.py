@@ -32,7 +32,7 @@ def bad_cv2(path):
 def main():
     global NUM_CLASSES
     which, folder, threads, NUM_CLASSES = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".png"))
+    files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith((".png", ".jpg")))
     fn = bad_pil if which == "pil" else bad_cv2
     with Pool(threads) as pool:
         print(sum(pool.map(fn, files, chunksize=64)))

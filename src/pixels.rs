@@ -358,6 +358,22 @@ fn luma(r: u8, g: u8, b: u8) -> u8 {
     ((u32::from(r) * 19595 + u32::from(g) * 38470 + u32::from(b) * 7471 + 0x8000) >> 16) as u8
 }
 
+fn luma_of([r, g, b]: [u8; 3]) -> u8 {
+    luma(r, g, b)
+}
+
+/// Pillow's `cmyk2rgb` (Convert.c): each of C, M, Y scaled by 255 - K.
+#[inline]
+fn cmyk_rgb(p: &[u8]) -> [u8; 3] {
+    let nk = 255 - u32::from(p[3]);
+    // MULDIV255: a * b / 255, rounded as Pillow rounds it.
+    let muldiv = |a: u8| {
+        let t = u32::from(a) * nk + 128;
+        ((t >> 8) + t) >> 8
+    };
+    [0, 1, 2].map(|i| nk.saturating_sub(muldiv(p[i])) as u8)
+}
+
 /// Applies `decode` and `reduce_zero_label` to a decoded image.
 fn plane(img: Image, spec: &PixelSpec) -> Result<Plane, String> {
     let mode = img.mode;
@@ -390,6 +406,8 @@ fn plane(img: Image, spec: &PixelSpec) -> Result<Plane, String> {
                 Mode::LA => v.chunks_exact(2).map(|p| p[0]).collect(),
                 Mode::Rgb => v.chunks_exact(3).map(|p| luma(p[0], p[1], p[2])).collect(),
                 Mode::Rgba => v.chunks_exact(4).map(|p| luma(p[0], p[1], p[2])).collect(),
+                // Through RGB, as Pillow converts CMYK to L.
+                Mode::Cmyk => v.chunks_exact(4).map(|p| luma_of(cmyk_rgb(p))).collect(),
                 _ => v,
             },
             Samples::U16(v) => v.into_iter().map(|x| x.min(255) as u8).collect(),
@@ -772,7 +790,7 @@ fn check_colors(
 ) -> Result<(), String> {
     let col = validator.column_check(ci);
     let slot = col.slots.value;
-    let Samples::U8(v) = &img.samples else {
+    let (Samples::U8(v), false) = (&img.samples, img.mode == Mode::Cmyk) else {
         return Err(format!(
             "a {} image has no colours: a colour map reads RGB, RGBA, palette or 8-bit gray images",
             img.mode.name()

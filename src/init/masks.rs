@@ -61,6 +61,8 @@ impl MaskProfile {
                 v.iter().for_each(|&x| hist[x as usize] = true);
                 seen.extend((0..256).filter(|&x| hist[x as usize]));
             }
+            // CMYK (a JPEG): no colours a colour map could read.
+            (Samples::U8(_), _) if img.mode == image::Mode::Cmyk => {}
             (Samples::U8(v), c) => {
                 for p in v.chunks_exact(c) {
                     if self.colours.len() > MAX_COLOURS {

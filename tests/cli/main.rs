@@ -11,6 +11,7 @@ mod formats;
 mod hfcache;
 mod hostile;
 mod interop;
+mod jpeg;
 mod json_schema;
 mod layouts;
 mod masks;

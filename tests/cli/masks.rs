@@ -120,7 +120,7 @@ json.dump({{f: expected("m/" + f) for f in sorted(os.listdir("m"))}}, open("expe
 
 /// Every pixel preflight reports for a rule nothing passes: per file, the
 /// image as rows of values (None where the file was an error).
-fn decoded(env: &Env, decode: &str) -> (BTreeMap<String, Vec<Vec<f64>>>, Vec<String>) {
+pub(crate) fn decoded(env: &Env, decode: &str) -> (BTreeMap<String, Vec<Vec<f64>>>, Vec<String>) {
     env.write(
         "all.yaml",
         &format!("version: 1\ncolumns:\n  pixels: {{kind: values, allowed: [-7777777], {decode}}}\n"),
@@ -161,7 +161,7 @@ fn decoded(env: &Env, decode: &str) -> (BTreeMap<String, Vec<Vec<f64>>>, Vec<Str
     (images, errors)
 }
 
-fn as_rows(v: &Value) -> Vec<Vec<f64>> {
+pub(crate) fn as_rows(v: &Value) -> Vec<Vec<f64>> {
     v.as_array()
         .expect("rows")
         .iter()
@@ -537,7 +537,7 @@ open("h/junk.jpg", "wb").write(b"\xff\xd8\xff" + bytes(range(256)) * 4)
 }
 
 #[test]
-fn lossy_masks_decode_close_to_pillow_and_always_warn() {
+fn lossy_masks_decode_as_pillow_and_always_warn() {
     let env = Env::new();
     env.python(
         r#"
@@ -574,10 +574,8 @@ json.dump({f: np.array(Image.open("j/" + f).convert("L")).tolist() for f in sort
             seen += 1;
         }
         assert_eq!(seen, rows.len() * rows[0].len(), "{file}: every pixel");
-        // WebP through image-webp is exact; zune-jpeg's IDCT differs from
-        // libjpeg-turbo's by at most one step on a few pixels.
-        let bound = if file.ends_with(".webp") { 0.0 } else { 1.0 };
-        assert!(max_diff <= bound, "{file}: differs from Pillow by {max_diff}");
+        // WebP through image-webp and JPEG through libjpeg-turbo are exact.
+        assert_eq!(max_diff, 0.0, "{file}: differs from Pillow by {max_diff}");
         assert!(r["warnings"].to_string().contains(&format!("j/{file}: a ")), "{r:#}");
     }
 }
@@ -967,9 +965,9 @@ pillow_counts(1, 255)
 
 #[test]
 fn truncated_jpeg_masks_are_errors_as_pillow_raises_on_them() {
-    // Pillow raises "image file is truncated" on a JPEG whose data ends
-    // before the end-of-image marker (even when only the marker is
-    // missing); zune-jpeg filled the rest in gray and the mask passed.
+    // Pillow raises "image file is truncated" on a JPEG whose decoding
+    // needs data past its end (here even when only the end-of-image marker
+    // is missing: the last scan waits for it).
     let env = Env::new();
     env.python(&format!(
         r#"{PILLOW_COUNTS}

@@ -5,7 +5,7 @@
 //!
 //! PNG, TIFF, JPEG and WebP go through the same maintained crates that
 //! decode masks (their header readers: `png`'s `read_info`, `tiff`'s first
-//! IFD, `zune-jpeg`'s `decode_headers`, `image-webp`'s canvas size). BMP
+//! IFD, libjpeg's `jpeg_read_header`, `image-webp`'s canvas size). BMP
 //! and GIF are hand-written: their sizes are fixed fields in the first 26
 //! bytes (BMP: width and |height| of the info header, Pillow's
 //! `BmpImagePlugin`; GIF: the logical screen, Pillow's `GifImagePlugin`),
@@ -144,17 +144,27 @@ fn tiff<R: Read + Seek>(r: R) -> Result<(u64, u64), String> {
     Ok((w.into(), h.into()))
 }
 
-fn jpeg<R: std::io::BufRead + Seek>(r: R) -> Result<((u64, u64), u16), String> {
-    use zune_jpeg::zune_core::options::DecoderOptions;
-    // Any size a JPEG can state (16 bits each) is read; the pixel limit judges it.
-    let options = DecoderOptions::default()
-        .set_max_width(usize::from(u16::MAX))
-        .set_max_height(usize::from(u16::MAX));
-    let mut d = zune_jpeg::JpegDecoder::new_with_options(r, options);
-    d.decode_headers().map_err(|e| format!("JPEG: {e}"))?;
-    let info = d.info().ok_or("JPEG: no frame header")?;
-    let orientation = d.exif().and_then(|e| exif_orientation(e)).unwrap_or(1);
-    Ok(((info.width.into(), info.height.into()), orientation))
+fn jpeg<R: std::io::BufRead + Seek>(mut r: R) -> Result<((u64, u64), u16), String> {
+    // libjpeg reads the header from the bytes so far; it asks for more
+    // (a large EXIF block) by suspending, and the file is read further.
+    let mut bytes = Vec::new();
+    let mut want = 64 << 10;
+    loop {
+        let more = (&mut r)
+            .take(want as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| e.to_string())?;
+        match super::jpeg::header(&bytes)? {
+            Some((size, exif)) => {
+                let orientation = exif.as_deref().and_then(exif_orientation).unwrap_or(1);
+                return Ok((size, orientation));
+            }
+            None if more < want => {
+                return Err("JPEG: the file ends before its first scan: Pillow raises on it".into());
+            }
+            None => want = bytes.len(),
+        }
+    }
 }
 
 /// The Orientation tag (0x0112) of IFD0 of EXIF data (a TIFF structure),

@@ -9,14 +9,14 @@
 //! Parquet/Arrow `Image` columns and WebDataset members alike.
 //!
 //! [`decode`] returns the image as Pillow opens it: the *mode* Pillow gives
-//! (`1`, `L`, `P`, `I;16`, `I`, `F`, `LA`, `RGB`, `RGBA`) and the samples
+//! (`1`, `L`, `P`, `I;16`, `I`, `F`, `LA`, `RGB`, `RGBA`, `CMYK`) and the samples
 //! `numpy.array(Image.open(f))` holds, so raw reading is exactly the
 //! loader's: palette indices (never colours), 2- and 4-bit gray scaled to
 //! 0..255 as Pillow scales them, 16-bit gray as `uint16`, 16-bit colour
 //! reduced to its high byte as Pillow does. Decoding goes through the
 //! maintained, fuzzed image-rs crates (`png` with identity transformations,
-//! `tiff`, `zune-jpeg`, `image-webp`, `gif`); BMP and Netpbm are
-//! hand-written (see [`bmp`], [`pnm`]).
+//! `tiff`, `image-webp`, `gif`) and libjpeg-turbo, Pillow's own JPEG decoder
+//! (see [`jpeg`]); BMP and Netpbm are hand-written (see [`bmp`], [`pnm`]).
 //!
 //! Every decoder is bounded: an image of more than [`MAX_PIXELS`] pixels
 //! (Pillow's own `DecompressionBombError` threshold, so nothing Pillow would
@@ -25,6 +25,7 @@
 mod bmp;
 mod gif;
 pub mod header;
+mod jpeg;
 mod lossy;
 mod png;
 mod pnm;
@@ -137,6 +138,8 @@ pub enum Mode {
     Rgb,
     /// RGB and alpha, 8-bit each.
     Rgba,
+    /// Cyan, magenta, yellow, black, 8-bit each (a CMYK or YCCK JPEG).
+    Cmyk,
 }
 
 impl Mode {
@@ -153,6 +156,7 @@ impl Mode {
             Mode::LA => "LA",
             Mode::Rgb => "RGB",
             Mode::Rgba => "RGBA",
+            Mode::Cmyk => "CMYK",
         }
     }
 
@@ -161,7 +165,7 @@ impl Mode {
         match self {
             Mode::LA => 2,
             Mode::Rgb => 3,
-            Mode::Rgba => 4,
+            Mode::Rgba | Mode::Cmyk => 4,
             _ => 1,
         }
     }
@@ -219,7 +223,7 @@ pub fn decode(bytes: &[u8]) -> Result<Image, String> {
         Some(Kind::Png) => png::decode(bytes),
         Some(Kind::Tiff) => tiff::decode(bytes),
         Some(Kind::Bmp) => bmp::decode(bytes),
-        Some(Kind::Jpeg) => lossy::jpeg(bytes),
+        Some(Kind::Jpeg) => jpeg::decode(bytes),
         Some(Kind::WebP) => lossy::webp(bytes),
         Some(Kind::Gif) => gif::decode(bytes),
         Some(Kind::Pnm) => pnm::decode(bytes),
