@@ -40,7 +40,7 @@ pub const PARAMS: [&str; 16] = [
 /// Whether a query parameter's name is one of [`PARAMS`] (any case,
 /// percent-escapes decoded).
 pub fn is_secret(name: &str) -> bool {
-    let name = crate::source::storage::remote::percent_decode(name).to_ascii_lowercase();
+    let name = percent_decode(name).to_ascii_lowercase();
     PARAMS.contains(&name.as_str())
 }
 
@@ -170,6 +170,28 @@ fn params(text: &str) -> Cow<'_, str> {
     }
     out.push_str(&text[done..]);
     Cow::Owned(out)
+}
+
+/// `%XX` escapes decoded (an invalid escape, or bytes that are not UTF-8,
+/// left as typed).
+pub(crate) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ pub(super) fn parse(url: &str) -> Result<HubUrl, String> {
     let path = url[end..].trim_start_matches('/').to_string();
     let (owner, name) = root.split_once('/').ok_or(usage)?;
     let (name, revision) = match name.split_once('@') {
-        Some((n, r)) if !r.is_empty() => (n, super::remote::percent_decode(r)),
+        Some((n, r)) if !r.is_empty() => (n, crate::redact::percent_decode(r)),
         _ => (name, "main".to_string()),
     };
     if owner.is_empty() || name.is_empty() {

@@ -135,29 +135,10 @@ fn http_root(url: &str) -> Option<String> {
 /// the client encodes the key again when it sends it. A character a URL
 /// cannot hold (a space typed as is) stays what it is.
 fn http_key(key: &str) -> String {
-    key.split('/').map(percent_decode).collect::<Vec<_>>().join("/")
-}
-
-/// `%XX` escapes decoded (an invalid escape, or bytes that are not UTF-8,
-/// left as typed).
-pub(crate) fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+    key.split('/')
+        .map(crate::redact::percent_decode)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// One URL path segment percent-encoded (all but RFC 3986's unreserved
@@ -471,7 +452,11 @@ fn basic_auth(root: &str) -> (String, Option<String>) {
     };
     let info = &root[at..sign];
     let (user, password) = info.split_once(':').unwrap_or((info, ""));
-    let pair = format!("{}:{}", percent_decode(user), percent_decode(password));
+    let pair = format!(
+        "{}:{}",
+        crate::redact::percent_decode(user),
+        crate::redact::percent_decode(password)
+    );
     (
         format!("{}{}", &root[..at], &root[sign + 1..]),
         Some(format!("Basic {}", base64(pair.as_bytes()))),
@@ -1199,8 +1184,8 @@ mod tests {
         assert_eq!(http_root(url).as_deref(), Some("https://h:1/?sig=x%2Fy&e=1"));
         assert_eq!(http_key("d/a%20b%2B.parquet"), "d/a b+.parquet");
         // Invalid escapes and a `%` typed as is stay what they are.
-        assert_eq!(percent_decode("50%.p%zz%4"), "50%.p%zz%4");
-        assert_eq!(percent_decode("h%C3%A9"), "hé");
+        assert_eq!(crate::redact::percent_decode("50%.p%zz%4"), "50%.p%zz%4");
+        assert_eq!(crate::redact::percent_decode("h%C3%A9"), "hé");
         assert_eq!(percent_encode("refs/convert/parquet"), "refs%2Fconvert%2Fparquet");
         assert_eq!(
             without_query(Path::new(url)),
