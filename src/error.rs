@@ -5,9 +5,10 @@
 //! data file, the column, the place inside the file — because the arrow and
 //! parquet errors underneath carry none of that.
 
+use std::fmt;
 use std::path::PathBuf;
 
-use crate::source::ReadError;
+use arrow::error::ArrowError;
 
 /// Everything that can stop preflight from checking some or all of the data.
 #[derive(Debug, thiserror::Error)]
@@ -112,3 +113,59 @@ impl Error {
 
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A failure inside one file: what went wrong and, where known, where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// The cause, in words.
+    pub message: String,
+    /// Where inside the file, e.g. "row group 3" or "member labels.npy".
+    pub location: Option<String>,
+}
+
+impl ReadError {
+    /// A read error with a cause and no location.
+    pub fn new(message: impl Into<String>) -> Self {
+        ReadError {
+            message: message.into(),
+            location: None,
+        }
+    }
+
+    /// Adds where in the file the error happened, unless already known.
+    pub fn at(mut self, location: impl Into<String>) -> Self {
+        if self.location.is_none() {
+            self.location = Some(location.into());
+        }
+        self
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(loc) => write!(f, "{loc}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<ArrowError> for ReadError {
+    fn from(e: ArrowError) -> Self {
+        ReadError::new(e.to_string())
+    }
+}
+
+impl From<::parquet::errors::ParquetError> for ReadError {
+    fn from(e: ::parquet::errors::ParquetError) -> Self {
+        ReadError::new(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::new(e.to_string())
+    }
+}

@@ -272,7 +272,7 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
     // tables, where one is a README picture).
     let hints = source::Hints {
         columns: vec![
-            source::formats::tokenbin::TOKENS.to_string(),
+            source::formats::tokens::TOKENS.to_string(),
             source::formats::image::PIXELS.to_string(),
         ],
         ..Default::default()
@@ -376,7 +376,7 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
                         }
                     };
                     profile(p, col);
-                    if name == source::formats::tokenbin::TOKENS {
+                    if name == source::formats::tokens::TOKENS {
                         token_stats.observe(col);
                     }
                 }
@@ -599,7 +599,7 @@ fn render(
         let is_ids = p.list && p.integer && p.name.ends_with("input_ids");
         let is_types = p.name == "token_type_ids" && p.integer;
         let is_mask = p.name == "attention_mask" && p.integer;
-        if p.name == source::formats::tokenbin::TOKENS && p.integer {
+        if p.name == source::formats::tokens::TOKENS && p.integer {
             // Token shards: the embedding bound, the tokenizer's, the stored
             // type and the documents (no length rule: loaders cut windows).
             lines.push("kind: index".into());

@@ -36,6 +36,7 @@
 //! kernels' lower-level entry points (`check_columns`, `Tally`) serve the
 //! scanner and may change.
 
+mod batch;
 pub mod cache;
 pub mod check;
 #[cfg(feature = "cli")]
@@ -46,6 +47,7 @@ pub mod init;
 pub mod pairing;
 mod pixels;
 pub mod progress;
+pub mod proof;
 pub mod redact;
 pub mod report;
 pub mod scan;

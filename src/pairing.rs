@@ -36,7 +36,8 @@ use std::path::{Component, Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::check::Validator;
-use crate::report::{ErrorEntry, Spot, Tally, Value};
+use crate::check::tally::{Spot, Tally, Value};
+use crate::report::ErrorEntry;
 use crate::schema::PairSpec;
 use crate::source::formats::image::header;
 use crate::source::layouts::discover::DataFile;
@@ -208,7 +209,7 @@ impl Pairing {
             .map(|(path, name)| {
                 // A dependency's panic on a hostile header is the image's error.
                 let size =
-                    crate::source::guarded(|| header::header_of_file(path).map_err(crate::source::ReadError::new));
+                    crate::source::read::guarded(|| header::header_of_file(path).map_err(crate::error::ReadError::new));
                 (name.clone(), size.map_err(|e| e.to_string()))
             })
             .collect();

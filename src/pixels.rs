@@ -28,9 +28,9 @@ use arrow::array::{
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Float32Type, Int16Type, Int32Type, UInt8Type, UInt16Type};
 
+use crate::check::tally::{Spot, Tally, Value};
 use crate::check::{Validator, Verdict};
 use crate::pairing::Pair;
-use crate::report::{Spot, Tally, Value};
 use crate::schema::{Decode, PixelSpec};
 use crate::source::formats::image::{self, IMAGE_FIELD, Image, Mode, Samples};
 
@@ -205,24 +205,6 @@ thread_local! {
     /// path) where the kernel's other rules do not apply; tests turn it off
     /// to compare with the generic path.
     static FUSED: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-    /// The last 8-bit plane's buffer, for the next image's decode.
-    static SPARE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The largest plane buffer kept for reuse (a 4096 x 4096 mask).
-const SPARE_MAX: usize = 16 << 20;
-
-/// A buffer of `len` bytes for a decoder to fill, reusing the last plane's
-/// allocation: zeros with `zero`, else whatever the last plane left there
-/// (a decoder that writes every byte need not pay for zeroing them).
-pub(crate) fn plane_buffer(len: usize, zero: bool) -> Vec<u8> {
-    let mut v = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    if zero {
-        v.clear();
-    }
-    v.resize(len, 0);
-    v.truncate(len);
-    v
 }
 
 /// Whether the histogram alone can stand in for the check kernel on column
@@ -289,9 +271,7 @@ fn check_image(
             if fused.is_some() {
                 // Kept for the next decode (a bounded size: one huge image
                 // does not stay allocated).
-                if v.capacity() <= SPARE_MAX {
-                    SPARE.with(|s| *s.borrow_mut() = v);
-                }
+                image::recycle_plane(v);
                 return Ok(());
             }
             pixel_rows::<UInt8Type>(v, width, height)?
@@ -623,7 +603,7 @@ fn locate_bad<T: Lane>(
                 parent: Some((i / width) as u64),
             };
             if wanted {
-                check.examples.push(crate::report::Example {
+                check.examples.push(crate::check::tally::Example {
                     file: f.file,
                     row: f.row,
                     value: Value::Int(v.into()),
@@ -632,7 +612,7 @@ fn locate_bad<T: Lane>(
                 });
             }
             if let Some(log) = tally.log.as_mut() {
-                log.push(crate::report::Logged {
+                log.push(crate::check::tally::Logged {
                     check: slot,
                     file: f.file,
                     spot,
@@ -717,7 +697,7 @@ fn note_summary<N: Lane>(
 /// rules) the smallest value other than `ignore_index`, computed as the
 /// kernel computes it in the plane's own type (the ignored value reads as
 /// the type's largest).
-fn kernel_evidence(hist: &[u64], bad: &[usize], f: Judged, check: &mut crate::report::CheckTally) {
+fn kernel_evidence(hist: &[u64], bad: &[usize], f: Judged, check: &mut crate::check::tally::CheckTally) {
     check.violations += bad.iter().map(|&v| hist[v]).sum::<u64>();
     for &v in bad {
         check.evidence.bad_whole(v as i128);
@@ -949,7 +929,7 @@ mod tests {
 
     #[test]
     fn pixel_counts_keep_the_smallest_values_exactly_whatever_the_merge_order() {
-        use crate::report::{PIXEL_COUNTS, PixelEvidence};
+        use crate::check::tally::{PIXEL_COUNTS, PixelEvidence};
         let parts: Vec<Vec<(Value, u64)>> = (0..6)
             .map(|p| {
                 (0..40)
@@ -975,11 +955,11 @@ mod tests {
             for i in order {
                 let mut one = PixelEvidence::default();
                 one.count(parts[i].clone());
-                let mut e = crate::report::Evidence {
+                let mut e = crate::check::tally::Evidence {
                     pixels: all.clone(),
                     ..Default::default()
                 };
-                let o = crate::report::Evidence {
+                let o = crate::check::tally::Evidence {
                     pixels: one,
                     ..Default::default()
                 };

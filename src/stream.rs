@@ -12,9 +12,10 @@ use std::io::{ErrorKind, Read, Write};
 use arrow::buffer::Buffer;
 
 use crate::check::Validator;
+use crate::error::ReadError;
 use crate::report::{ErrorEntry, Partial};
 use crate::source::formats::ipc::message::{Decoder, next_message};
-use crate::source::{ReadError, guarded};
+use crate::source::read::guarded;
 
 /// What a stream check found.
 #[derive(Debug)]

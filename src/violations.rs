@@ -19,7 +19,7 @@ use arrow::array::{ArrayRef, RecordBatch, StringBuilder, UInt64Builder};
 use arrow::datatypes::{DataType, Field, Schema};
 
 use crate::check::Validator;
-use crate::report::{Logged, Origin, Spot, Value};
+use crate::check::tally::{Logged, Origin, Spot, Value};
 
 /// Output records per Parquet batch.
 const OUT_BATCH: usize = 64 * 1024;
@@ -340,7 +340,7 @@ fn write_to(
         .iter()
         .map(|(ci, rule)| {
             let spec = &validator.schema().columns[*ci];
-            let pixel = spec.pixels.is_some() || spec.name == crate::source::formats::image::PIXELS;
+            let pixel = spec.is_pixels();
             (spec.name.as_str(), rule.name(), pixel)
         })
         .collect();

@@ -19,7 +19,7 @@ use arrow::datatypes::{
 };
 
 use super::{ColumnCheck, Place};
-use crate::report::{Spot, Tally, Value};
+use crate::check::tally::{Spot, Tally, Value};
 use crate::schema::{ColumnSpec, ValueRule};
 
 /// Counts the values of `array` in [lo, hi) into check `slot`: a column
@@ -295,7 +295,7 @@ fn grouped(n: i128) -> String {
 /// stores (not a wider one a reader cast it to). Image masks are exempt:
 /// their bit depth is each file's own (their 16-bit hint covers them).
 pub(crate) fn too_narrow(spec: &ColumnSpec, t: &DataType) -> Option<String> {
-    if spec.pixels.is_some() || spec.name == crate::source::formats::image::PIXELS {
+    if spec.is_pixels() {
         return None;
     }
     let (top, what, ids) = match (&spec.values, spec.tokenizer_size) {

@@ -22,7 +22,7 @@
 //! exceed it; an empty end is no document.
 //!
 //! Documents never cross units: the token reader ends every unit but the
-//! last right after an EOD id ([`crate::source::Source::documents`]), so a
+//! last right after an EOD id ([`crate::source::read::Source::documents`]), so a
 //! unit's first document starts at its first row. Within a unit, batches
 //! come in row order and a [`Cursor`] carries the open document from one to
 //! the next; examples and violations name the document's first row, its
@@ -35,7 +35,7 @@ use arrow::datatypes::{
 };
 
 use super::{ColumnCheck, Place, type_name};
-use crate::report::{Spot, Tally, Value};
+use crate::check::tally::{Spot, Tally, Value};
 
 /// Tokens looked at per step of the search for EOD ids: a block is first
 /// tested as a whole (a branch-free, vectorised comparison), and only a

@@ -9,7 +9,7 @@ use arrow::datatypes::{
 };
 
 use super::{ColumnCheck, Place, list, type_name};
-use crate::report::{Example, Logged, Spot, Tally, Value};
+use crate::check::tally::{Example, Logged, Spot, Tally, Value};
 
 /// How one non-null value fares against the column's value rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

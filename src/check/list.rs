@@ -13,7 +13,7 @@ use arrow::datatypes::DataType;
 
 use super::leaf::{ToRow, check_values, null_hit};
 use super::{ColumnCheck, Place, type_name};
-use crate::report::{Spot, Tally, Value};
+use crate::check::tally::{Spot, Tally, Value};
 
 /// Value rules over the elements of the rows `range` of a list array.
 pub(crate) fn check_list_values(

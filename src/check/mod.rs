@@ -12,21 +12,19 @@
 
 mod band;
 mod documents;
-mod judge;
 mod leaf;
 mod list;
-mod stats;
+pub mod tally;
 
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use arrow::datatypes::DataType;
 
-use crate::report::{ErrorEntry, Partial, Tally};
+use crate::check::tally::Tally;
+use crate::proof::{Interval, Judge, UnitStats};
 use crate::schema::{ColumnSpec, Number, Rule, Schema, ValueRule, cmp_int_float};
 
 pub use documents::Documents;
-pub use judge::{Bounds, Judge};
 pub use leaf::Verdict;
-pub use stats::UnitStats;
 
 /// Report slots of one column's rules.
 #[derive(Debug, Clone, Copy)]
@@ -40,21 +38,6 @@ pub(crate) struct Slots {
     pub same_length_as: Option<usize>,
     pub empty_document: Option<usize>,
     pub pair_with: Option<usize>,
-}
-
-/// The valid whole numbers of a rule: `lo..=hi` plus `extra`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Interval {
-    pub lo: i128,
-    pub hi: i128,
-    pub extra: Option<i128>,
-}
-
-impl Interval {
-    #[inline]
-    pub fn contains(&self, v: i128) -> bool {
-        (self.lo <= v && v <= self.hi) || self.extra == Some(v)
-    }
 }
 
 /// One column of a [`Validator`].
@@ -386,7 +369,7 @@ impl Validator {
                     col,
                     array.as_ref(),
                     0..array.len(),
-                    &|p| crate::report::Spot::row(first_row + p as u64),
+                    &|p| crate::check::tally::Spot::row(first_row + p as u64),
                     at,
                     tally,
                 )
@@ -454,59 +437,6 @@ impl Validator {
         self.check_columns(&cols, batch.num_rows(), file, first_row, tally)
     }
 
-    /// Checks one Arrow batch that came from `file` (any name: a path, a
-    /// shard, `<stdin>`), whose first row is row `first_row` of that file.
-    ///
-    /// Required columns the batch lacks and columns of a type their rule
-    /// cannot check are the partial's errors; everything else is checked.
-    /// Merge the partials of all batches ([`Partial::merge`], in any order)
-    /// and call [`Partial::report`] for the report `preflight check` gives.
-    pub fn check(&self, file: &str, first_row: u64, batch: &RecordBatch) -> Partial {
-        let mut partial = Partial::empty(self.plan.len(), self.max_examples);
-        partial.files.push(file.to_string());
-        let names: Vec<&str> = batch.schema_ref().fields().iter().map(|f| f.name().as_str()).collect();
-        for column in self.missing(&names) {
-            partial.errors.push(ErrorEntry::from(&crate::Error::MissingColumn {
-                path: file.to_string(),
-                column: column.to_string(),
-            }));
-        }
-        // Encoded images (columns whose schema sets `decode`) go through the
-        // pixel transform first, as in a scan.
-        let positions: Vec<Option<usize>> = self
-            .columns
-            .iter()
-            .map(|c| batch.schema_ref().index_of(&c.spec.name).ok())
-            .collect();
-        let mut cols: Vec<Option<ArrayRef>> = positions.iter().map(|p| p.map(|p| batch.column(p).clone())).collect();
-        let undecoded = crate::pixels::check_batch(
-            self,
-            batch,
-            &positions,
-            &mut cols,
-            0,
-            first_row,
-            None,
-            &mut partial.tally,
-        );
-        for (row, _, message) in undecoded {
-            partial.errors.push(ErrorEntry::from(&crate::Error::Read {
-                path: file.to_string(),
-                source: crate::source::ReadError::new(message).at(format!("row {row}")),
-            }));
-        }
-        let mut errors = self.stored_type_errors(&cols);
-        errors.extend(self.check_columns(&cols, batch.num_rows(), 0, first_row, &mut partial.tally));
-        for e in errors {
-            partial.errors.push(ErrorEntry::from(&crate::Error::ColumnType {
-                path: file.to_string(),
-                column: e.column,
-                message: e.message,
-            }));
-        }
-        partial
-    }
-
     /// Which rows of `batch` pass every rule (true) and which break one
     /// (false): the mask that drops exactly the rows `check` reports. A
     /// column the schema requires and the batch lacks, or one whose type
@@ -528,30 +458,6 @@ impl Validator {
             }
         }
         Ok(arrow::array::BooleanArray::from(keep))
-    }
-
-    /// [`Validator::check`] over consecutive batches of one source, the
-    /// first starting at row `first_row`. The source counts as a file even
-    /// when it holds no batch.
-    pub fn check_batches<'a>(
-        &self,
-        file: &str,
-        first_row: u64,
-        batches: impl IntoIterator<Item = &'a RecordBatch>,
-    ) -> Partial {
-        let mut partial = self.partial();
-        partial.files.push(file.to_string());
-        let mut row = first_row;
-        for batch in batches {
-            partial.merge(self.check(file, row, batch));
-            row += batch.num_rows() as u64;
-        }
-        partial
-    }
-
-    /// An empty partial result to merge others into.
-    pub fn partial(&self) -> Partial {
-        Partial::empty(self.plan.len(), self.max_examples)
     }
 
     /// Whether metadata statistics prove schema column `ci` valid in a unit,

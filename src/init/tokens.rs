@@ -17,8 +17,9 @@ use std::path::Path;
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Int64Type};
 
-use crate::source::formats::tokenbin::{self, TokenDtype};
-use crate::source::{ReadError, Source};
+use crate::error::ReadError;
+use crate::source::formats::tokens::{self as tokenbin, TokenDtype};
+use crate::source::read::Source;
 
 /// End- or start-of-document ids of common tokenizers, with their names:
 /// GPT-2 / r50k `<|endoftext|>`, cl100k `<|endoftext|>`, o200k

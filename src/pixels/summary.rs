@@ -4,7 +4,7 @@
 //!
 //! Most masks hold no bad value. For a rule whose good values are an
 //! interval plus at most one extra value (`num_classes` + `ignore_index`,
-//! a range, a contiguous `values` set: [`crate::check::Interval`]), the
+//! a range, a contiguous `values` set: [`crate::proof::Interval`]), the
 //! smallest and largest values other than the extra one decide that, and
 //! they, whether the extra value occurs, and the 0/255 test are everything
 //! a clean plane contributes (the smallest value, the binary-mask and
@@ -15,7 +15,7 @@
 //! pixel counts need; [`Bounds::has_bad`] then finds the blocks of pixels
 //! that hold one.
 
-use crate::check::Interval;
+use crate::proof::Interval;
 
 /// A plane's sample type.
 pub(super) trait Lane: Copy + Ord + Into<u32> + std::ops::BitOr<Output = Self> + Send + Sync + 'static {

@@ -85,7 +85,7 @@ pub fn pixel_warning(spec: &ColumnSpec, rule: Rule, e: &super::Evidence) -> Opti
 /// COCO category ids: raw ids are no class indices (80 classes, ids
 /// 1..90), and under a mapping a null is an id the mapping lacks.
 fn coco_hint(spec: &ColumnSpec, rule: Rule) -> Option<String> {
-    if spec.name != crate::source::formats::coco::CATEGORY_ID {
+    if spec.name != crate::schema::columns::CATEGORY_ID {
         return None;
     }
     match (rule, &spec.coco_mapping) {

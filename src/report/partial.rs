@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value as J, json};
 
 use super::{CheckTally, ErrorEntry, Evidence, Example, PixelEvidence, Report, Tally, Value};
-use crate::Validator;
+use crate::check::Validator;
 use crate::schema::Schema;
 
 /// The result of checking some of a dataset's data.
@@ -29,7 +29,7 @@ pub struct Partial {
     pub tally: Tally,
     /// What kept data from being checked, in (file, unit) order.
     pub errors: Vec<ErrorEntry>,
-    /// Warnings about files ([`crate::source::Source::notes`]), in (file,
+    /// Warnings about files ([`crate::source::read::Source::notes`]), in (file,
     /// message) order, each said once per file.
     pub notes: Vec<ErrorEntry>,
 }

@@ -7,6 +7,7 @@
 //! so a typo can never silently switch a check off.
 
 pub mod bound;
+pub mod columns;
 mod pickle;
 pub(crate) mod raw;
 
@@ -397,6 +398,12 @@ impl ColumnSpec {
             rules.push(Rule::PairWith);
         }
         rules
+    }
+
+    /// Whether the column holds image pixels: it sets `decode` or is the
+    /// image readers' own `pixels` column.
+    pub fn is_pixels(&self) -> bool {
+        self.pixels.is_some() || self.name == columns::PIXELS
     }
 
     /// Whether any length rule applies (the column must then be a list).

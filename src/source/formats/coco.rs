@@ -38,11 +38,11 @@ use serde_json::Value;
 
 use super::jsonl::{Keys, KeysSeed, RowSeed, Slots, is_marker, push_value};
 use super::textcol::{self, BATCH_ELEMENTS, ColumnBuilder};
+use crate::error::ReadError;
 use crate::schema::CocoMapping;
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::source::read::{BATCH_ROWS, Batch, Source};
 
-/// The column that holds category ids.
-pub const CATEGORY_ID: &str = "category_id";
+pub use crate::schema::columns::CATEGORY_ID;
 
 /// Bytes looked at to decide whether a `.json` found in a search is COCO.
 const SNIFF_BYTES: usize = 64 << 10;

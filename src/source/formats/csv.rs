@@ -30,7 +30,9 @@ use std::rc::Rc;
 use ::csv::ByteRecord;
 
 use super::textcol::{self, BATCH_BYTES, ColumnBuilder, MAX_RECORD_BYTES};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
+use crate::source::storage;
 
 /// A CSV or TSV file: one unit read front to back, or (see the module
 /// docs) chunks of a memory-mapped quote-free file.
@@ -822,7 +824,7 @@ with open("bad.csv", "w", newline="") as f:
 
     /// Reads every unit of `src` in order through a validator with a rule
     /// on each of its first three columns: the tally, or the first error.
-    fn check_all(src: &CsvSource) -> Result<crate::report::Tally, ReadError> {
+    fn check_all(src: &CsvSource) -> Result<crate::check::tally::Tally, ReadError> {
         let yaml = "columns:\n  a: {kind: class, num_classes: 5, optional: true}\n  b: {kind: values, allowed: [1, x], optional: true, nullable: true}\n  c: {kind: range, min: 0, max: 10, optional: true}\n";
         let schema = crate::Schema::from_yaml(yaml, Path::new("t.yaml")).unwrap();
         let validator = crate::Validator::new(schema, 1000);

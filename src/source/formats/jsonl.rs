@@ -23,7 +23,8 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::textcol::{self, BATCH_BYTES, BATCH_ELEMENTS, ColumnBuilder, MAX_RECORD_BYTES};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
 
 /// Deepest nesting of arrays inside a value; deeper is a read error.
 pub const MAX_DEPTH: usize = 64;

@@ -42,8 +42,10 @@ use serde_json::Value;
 
 use super::ipc;
 use super::shardcol::{self, Col, Elem};
+use crate::error::ReadError;
+use crate::source::read::{Batch, Source};
+use crate::source::storage;
 use crate::source::storage::Input;
-use crate::source::{Batch, ReadError, Source, storage};
 
 /// Largest chunk decompressed (offsets are u32: nothing past 4 GiB).
 const MAX_CHUNK: u64 = u32::MAX as u64;
@@ -724,7 +726,7 @@ impl LitDataSource {
                         .iter()
                         .map(|n| schema.index_of(n).map_err(|_| bad(format!("no column {n}"))))
                         .collect::<Result<_, _>>()?;
-                    let (sorted, o) = crate::source::file_order(&cols);
+                    let (sorted, o) = crate::source::read::file_order(&cols);
                     order = o;
                     decoder = decoder.take().map(|d| d.project(sorted));
                 }

@@ -34,8 +34,10 @@ use serde::Deserialize;
 
 use super::mdshash;
 use super::shardcol::{self, Col, Elem};
+use crate::error::ReadError;
+use crate::source::read::{Batch, Source};
+use crate::source::storage;
 use crate::source::storage::Input;
-use crate::source::{Batch, ReadError, Source, storage};
 
 /// Largest shard: its offsets are u32, so nothing past 4 GiB is addressable.
 const MAX_SHARD: u64 = u32::MAX as u64;

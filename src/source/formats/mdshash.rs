@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use sha2::Digest;
 
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// A running hash of one of the algorithms mosaicml-streaming names.
 enum State {

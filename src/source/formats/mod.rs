@@ -1,5 +1,5 @@
 //! Formats: one decoder per file format, each in its own module, each
-//! turning a file's bytes into Arrow batches behind [`crate::source::Source`].
+//! turning a file's bytes into Arrow batches behind [`crate::source::read::Source`].
 
 pub mod coco;
 pub mod csv;
@@ -9,12 +9,11 @@ pub mod jsonl;
 pub mod litdata;
 pub mod mds;
 mod mdshash;
-pub mod megatron;
 pub mod npy;
 pub mod parquet;
 pub(crate) mod shardcol;
 mod textcol;
 pub mod tfrecord;
-pub mod tokenbin;
+pub mod tokens;
 pub mod webdataset;
 pub mod yolo;

@@ -43,8 +43,10 @@ use memmap2::Mmap;
 use zip::ZipArchive;
 use zip::read::ZipFile;
 
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
+use crate::source::storage;
 use crate::source::storage::Input;
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// Most elements per batch: wide rows get fewer rows per batch (at least 1).
 const MAX_BATCH_ELEMS: usize = 1 << 20;

@@ -21,7 +21,11 @@ use arrow::datatypes::{
     Int64Type, Schema, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 
-use crate::source::{BATCH_ROWS, Batch, ReadError, storage};
+use crate::source::storage;
+
+use crate::source::read::{BATCH_ROWS, Batch};
+
+use crate::error::ReadError;
 
 /// Most sample bytes gathered into one batch (at least one sample).
 pub(crate) const BATCH_BYTES: usize = 32 << 20;

@@ -58,8 +58,9 @@ use arrow::array::{
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Field, Schema, UnionFields};
 
+use crate::error::ReadError;
+use crate::source::read::Batch;
 use crate::source::storage::Input;
-use crate::source::{Batch, ReadError};
 
 /// Rows whose input text adds up to this many bytes end a batch early, so a
 /// batch of very wide rows stays small and its `i32` offsets cannot overflow.
@@ -677,7 +678,9 @@ mod tests {
 pub(crate) mod test_util {
     use std::path::Path;
 
-    use crate::source::{Batch, ReadError, Source};
+    use crate::source::read::{Batch, Source};
+
+    use crate::error::ReadError;
     use std::process::Command;
 
     /// Whether the test Python can import all of `modules`.

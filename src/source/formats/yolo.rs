@@ -38,7 +38,9 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, Float32Array, Float32Builder, ListBuilder, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::{Field, Schema};
 
-use crate::source::{Batch, ReadError, Source};
+use crate::source::read::{Batch, Source};
+
+use crate::error::ReadError;
 
 /// Largest label file read: far above any real one (a line per object).
 pub const MAX_LABEL_BYTES: u64 = 64 << 20;

@@ -564,10 +564,7 @@ impl Found<'_> {
     fn remote_searched(&self, url: &Path) -> bool {
         match Format::from_path(url) {
             None | Some(Format::Coco) => false,
-            Some(Format::TokenBin) => self
-                .columns
-                .iter()
-                .any(|c| c == crate::source::formats::tokenbin::TOKENS),
+            Some(Format::TokenBin) => self.columns.iter().any(|c| c == crate::source::formats::tokens::TOKENS),
             Some(Format::Image) => self.columns.iter().any(|c| c == crate::source::formats::image::PIXELS),
             Some(_) => true,
         }

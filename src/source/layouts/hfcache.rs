@@ -12,7 +12,7 @@
 //!
 //! A mapped dataset is one file of the run, named by its mapping, whose rows
 //! are the dataset's indices; each example and spilled violation carries
-//! the data file and row that store it ([`crate::report::Origin`]). The
+//! the data file and row that store it ([`crate::check::tally::Origin`]). The
 //! checked columns of its data files are read once and held in memory: the
 //! rows a shuffle asks for lie anywhere in them.
 
@@ -21,9 +21,10 @@ use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, ArrayRef, RecordBatch, UInt64Array};
 
-use crate::report::Origin;
+use crate::check::tally::Origin;
+use crate::error::ReadError;
 use crate::source::formats::ipc::{IpcSource, is_datasets_indices};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
+use crate::source::read::{BATCH_ROWS, Batch, Source};
 
 /// How a folder holds a `datasets` dataset.
 pub(crate) enum Folder {

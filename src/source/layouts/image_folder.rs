@@ -17,8 +17,9 @@
 //! root as the user gave it) with the columns `label` (the class index) and
 //! `class_name`. The listing never opens an image: one `read_dir` of the
 //! root, then the class folders walked in parallel, one `readdir` per folder.
-//! The row itself is built from the listing ([`ImageRow`]), so an image costs
-//! no open, no stat beyond the walk's, and no format detection.
+//! The row itself is built from the listing ([`ImageRow`], and in bulk by
+//! the scanner), so an image costs no open, no stat beyond the walk's, and
+//! no format detection.
 //!
 //! What the listing notices about the tree (hidden class folders, numeric
 //! class names sorted as strings, images directly in the root, splits whose
@@ -27,15 +28,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
-use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use rayon::prelude::*;
 
 use super::discover::{DataFile, FolderLabel};
-use crate::check::Validator;
 use crate::error::Error;
-use crate::report::{ErrorEntry, Partial, Tally};
-use crate::source::{Batch, ReadError, Source};
+use crate::error::ReadError;
+use crate::source::read::{Batch, Source};
 
 /// torchvision's `IMG_EXTENSIONS`, matched against the lower-cased name.
 pub const IMG_EXTENSIONS: [&str; 9] = [
@@ -353,7 +353,7 @@ fn quote_list(names: &[&str]) -> String {
 }
 
 /// The columns every image row has.
-static COLUMNS: LazyLock<Vec<String>> = LazyLock::new(|| vec![LABEL.to_string(), CLASS_NAME.to_string()]);
+pub(crate) static COLUMNS: LazyLock<Vec<String>> = LazyLock::new(|| vec![LABEL.to_string(), CLASS_NAME.to_string()]);
 
 /// One image of an image folder as a table of one row: built from the
 /// listing, never from the image's bytes (torchvision's label does not
@@ -409,84 +409,6 @@ impl Source for ImageRow {
         let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)?;
         sink(Batch { first_row: 0, batch })
     }
-}
-
-/// Images checked per task of [`scan_rows`]: enough to amortise a task's
-/// tally, few enough to spread a small tree over every thread.
-const ROWS_PER_TASK: usize = 2048;
-
-/// Checks a run whose files are all image folder rows, as the scanner
-/// would (same counts, examples, errors and order) without its per-file
-/// machinery: a task checks a run of consecutive images into one tally,
-/// one one-row batch per image sliced from the task's arrays, and the tasks'
-/// tallies merge in file order. This is what makes a tree of a million
-/// images cost a listing, not a million file opens.
-pub fn scan_rows(validator: &Validator, files: &[DataFile], progress: &crate::progress::Progress) -> Partial {
-    let schema = validator.schema();
-    // Each schema column: its array (label, class_name) or none.
-    let wanted: Vec<Option<usize>> = schema
-        .columns
-        .iter()
-        .map(|c| COLUMNS.iter().position(|n| *n == c.name))
-        .collect();
-    let missing: Vec<&str> = schema
-        .columns
-        .iter()
-        .zip(&wanted)
-        .filter(|(c, w)| w.is_none() && !c.optional)
-        .map(|(c, _)| c.name.as_str())
-        .collect();
-    let results: Vec<(Tally, Vec<ErrorEntry>)> = files
-        .par_chunks(ROWS_PER_TASK)
-        .enumerate()
-        .map(|(chunk, task)| {
-            let mut tally = validator.tally();
-            let mut errors = Vec::new();
-            if crate::scan::CANCELLED.load(std::sync::atomic::Ordering::Relaxed) {
-                return (tally, errors);
-            }
-            let labels: ArrayRef = Arc::new(Int64Array::from_iter_values(
-                task.iter().map(|f| f.label.as_ref().map_or(0, |l| l.index)),
-            ));
-            let names: ArrayRef = Arc::new(StringArray::from_iter_values(
-                task.iter().map(|f| f.label.as_ref().map_or("", |l| l.class.as_ref())),
-            ));
-            let arrays = [labels, names];
-            let mut columns: Vec<Option<ArrayRef>> = vec![None; wanted.len()];
-            for (i, f) in task.iter().enumerate() {
-                let fi = chunk * ROWS_PER_TASK + i;
-                for (c, w) in columns.iter_mut().zip(&wanted) {
-                    *c = w.map(|w| arrays[w].slice(i, 1));
-                }
-                for column in &missing {
-                    errors.push(ErrorEntry::from(&Error::MissingColumn {
-                        path: f.display.clone(),
-                        column: column.to_string(),
-                    }));
-                }
-                for e in validator.check_columns(&columns, 1, fi, 0, &mut tally) {
-                    let mut entry = ErrorEntry::from(&Error::ColumnType {
-                        path: f.display.clone(),
-                        column: e.column,
-                        message: e.message,
-                    });
-                    entry.unit = 1;
-                    errors.push(entry);
-                }
-                progress.inc();
-            }
-            (tally, errors)
-        })
-        .collect();
-    let mut partial = validator.partial();
-    partial.files = files.iter().map(|f| f.display.clone()).collect();
-    let mut all_errors = Vec::new();
-    for (t, e) in results {
-        partial.tally.merge(t);
-        all_errors.extend(e);
-    }
-    partial.add_errors(all_errors);
-    partial
 }
 
 /// The listing of every root a run names, with the split comparison:

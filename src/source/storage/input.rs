@@ -20,7 +20,7 @@ use bytes::Bytes;
 use memmap2::Mmap;
 
 use super::remote::{self, Object};
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// A data file: local (memory-mapped) or an object in storage.
 pub(crate) enum Input {

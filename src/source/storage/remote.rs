@@ -33,7 +33,7 @@ use futures_util::TryStreamExt;
 use object_store::path::Path as ObjPath;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// Nearby ranges closer than this are fetched as one request (the gap is
 /// cheaper to transfer than another round trip).

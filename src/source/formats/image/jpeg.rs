@@ -225,7 +225,7 @@ fn decode_inner(bytes: &[u8]) -> Result<Image, Stop> {
         return Err(Stop::Error("the decoder's output does not match the header".into()));
     }
     // libjpeg writes every byte of every row: no zeroing needed.
-    let mut pixels = crate::pixels::plane_buffer(stride * h, false);
+    let mut pixels = super::plane_buffer(stride * h, false);
     while (cinfo.output_scanline as usize) < h {
         let at = cinfo.output_scanline as usize;
         let mut row = pixels[at * stride..].as_mut_ptr();

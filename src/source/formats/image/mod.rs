@@ -38,11 +38,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use arrow::array::{BinaryArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
 
+use crate::error::ReadError;
+use crate::source::read::{Batch, Source};
 use crate::source::storage::{Input, remote};
-use crate::source::{Batch, ReadError, Source};
 
-/// The column of an image file.
-pub const PIXELS: &str = "pixels";
+pub use crate::schema::columns::PIXELS;
 
 /// Field metadata key marking a binary column as a whole image file, which
 /// the pixel transform decodes even when the schema sets no `decode`.
@@ -353,5 +353,34 @@ impl Source for ImageSource {
             ],
             _ => Vec::new(),
         }
+    }
+}
+
+thread_local! {
+    /// The last 8-bit plane's buffer, for the next image's decode.
+    static SPARE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The largest plane buffer kept for reuse (a 4096 x 4096 mask).
+const SPARE_MAX: usize = 16 << 20;
+
+/// A buffer of `len` bytes for a decoder to fill, reusing the last plane's
+/// allocation: zeros with `zero`, else whatever the last plane left there
+/// (a decoder that writes every byte need not pay for zeroing them).
+pub(crate) fn plane_buffer(len: usize, zero: bool) -> Vec<u8> {
+    let mut v = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    if zero {
+        v.clear();
+    }
+    v.resize(len, 0);
+    v.truncate(len);
+    v
+}
+
+/// Keeps a plane's buffer for the next decode ([`plane_buffer`]), unless it
+/// is large (one huge image does not stay allocated).
+pub(crate) fn recycle_plane(v: Vec<u8>) {
+    if v.capacity() <= SPARE_MAX {
+        SPARE.with(|s| *s.borrow_mut() = v);
     }
 }

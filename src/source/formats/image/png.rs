@@ -84,7 +84,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Image, String> {
     // progressive (interlaced) image are ORed in at sub-byte depths, so it
     // starts from zeros; otherwise every row is copied whole, and only
     // what a frame smaller than the image (an APNG `fcTL`) leaves is zeroed.
-    let mut buf = crate::pixels::plane_buffer(size, info.interlaced);
+    let mut buf = super::plane_buffer(size, info.interlaced);
     let out = reader.next_frame(&mut buf).map_err(png_error)?;
     let line = out.line_size;
     let written = line.saturating_mul(out.height as usize).min(buf.len());

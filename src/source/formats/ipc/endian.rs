@@ -12,7 +12,7 @@ use arrow::array::{ArrayData, ArrayRef, RecordBatch, RecordBatchOptions, make_ar
 use arrow::buffer::{Buffer, MutableBuffer};
 use arrow::datatypes::{DataType, IntervalUnit, UnionMode};
 
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// How one buffer's bytes are swapped.
 #[derive(Clone, Copy)]

@@ -16,7 +16,7 @@ use arrow::ipc::{MessageHeader, Schema as FbSchema};
 use arrow_data::UnsafeFlag;
 
 use super::{endian, parse, vet};
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// One IPC message as read: its exact bytes (prefix, flatbuffer, body),
 /// with where the flatbuffer and the body start.
@@ -159,7 +159,8 @@ fn foreign_schema(schema: FbSchema<'_>) -> Result<arrow::datatypes::Schema, Read
     let fields = schema
         .fields()
         .ok_or_else(|| ReadError::new("IPC schema has no fields"))?;
-    let fields = crate::source::guarded(|| Ok(fields.iter().map(arrow::datatypes::Field::from).collect::<Vec<_>>()))?;
+    let fields =
+        crate::source::read::guarded(|| Ok(fields.iter().map(arrow::datatypes::Field::from).collect::<Vec<_>>()))?;
     Ok(arrow::datatypes::Schema::new(fields))
 }
 

@@ -18,8 +18,9 @@ use arrow::buffer::Buffer;
 use arrow::ipc::reader::read_footer_length;
 use arrow::ipc::{Message, root_as_footer, root_as_message};
 
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage::Input;
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 use message::{Decoder, next_message};
 
 mod endian;
@@ -126,7 +127,7 @@ impl Source for IpcSource {
         sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
     ) -> Result<(), ReadError> {
         // The decoder projects in file order; put the columns in the asked order.
-        let (sorted, order) = crate::source::file_order(projection);
+        let (sorted, order) = crate::source::read::file_order(projection);
         let mut emit = |first_row: u64, batch: RecordBatch| -> Result<(), ReadError> {
             let batch = batch.project(&order)?;
             // IPC batches can be large: hand them on in bounded slices.

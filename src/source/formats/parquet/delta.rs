@@ -13,7 +13,7 @@
 //! read where they lie in the page.
 
 use super::thrift::uleb128;
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 #[derive(Debug, Clone)]
 pub(super) struct Delta {

@@ -12,7 +12,7 @@
 //! nothing is allocated from a claimed count.
 
 use super::thrift::{Bad, uleb128};
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// Values decoded from a bit-packed run at a time.
 pub(super) const LITERAL: usize = 1024;

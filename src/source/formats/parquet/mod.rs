@@ -46,10 +46,11 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 use parquet::basic::{Repetition, SortOrder, Type as PhysicalType};
 use parquet::file::statistics::Statistics;
 
-use crate::check::{Judge, UnitStats};
+use crate::error::ReadError;
+use crate::proof::{Judge, UnitStats};
+use crate::source::read::{BATCH_ROWS, Batch, JudgedSink, Source};
 use crate::source::storage::remote::Object;
 use crate::source::storage::{Blob, Fetched};
-use crate::source::{BATCH_ROWS, Batch, JudgedSink, ReadError, Source};
 use bytes::Bytes;
 use pages::PageWalker;
 use patched::Patched;
@@ -1062,7 +1063,7 @@ impl ParquetSource {
                 .build()
                 .map_err(|e| ReadError::from(e).at(at()))?;
         // The reader returns projected columns in file order.
-        let (_, order) = crate::source::file_order(projection);
+        let (_, order) = crate::source::read::file_order(projection);
         let said = self.footer_rows(unit);
         let mut row = self.first_rows[unit];
         for batch in reader {
@@ -1736,7 +1737,7 @@ pq.write_table(t, 'pa_plain.parquet', compression='none', data_page_size=256, us
 pl.from_arrow(t).write_parquet('polars.parquet', compression='uncompressed', data_page_size=256)
 "#;
         python(dir.path(), script);
-        let judge = Judge::new(crate::check::Interval {
+        let judge = Judge::new(crate::proof::Interval {
             lo: 0,
             hi: 40,
             extra: None,
@@ -1826,12 +1827,12 @@ for v in ['V1', 'V2']:
             .collect();
         files.sort();
         assert_eq!(files.len(), 16);
-        let ids = Judge::new(crate::check::Interval {
+        let ids = Judge::new(crate::proof::Interval {
             lo: 0,
             hi: 499,
             extra: None,
         });
-        let mask = Judge::new(crate::check::Interval {
+        let mask = Judge::new(crate::proof::Interval {
             lo: 0,
             hi: 1,
             extra: None,

@@ -19,7 +19,7 @@ use std::io::{self, BufReader, Read};
 use parquet::basic::Compression;
 
 use super::thrift::{Bad, Compact, I32, STRUCT};
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// Parquet's encodings of dictionary indices.
 const PLAIN_DICTIONARY: i32 = 2;

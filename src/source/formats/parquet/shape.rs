@@ -17,7 +17,7 @@ use arrow::datatypes::{DataType, Field};
 
 use super::pages::{LevelEncoding, PageWalker, bit_width};
 use super::thrift::{Bad, uleb128};
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// Reads the shapes of one list column chunk, batch by batch.
 pub(super) struct ShapeReader<'f> {

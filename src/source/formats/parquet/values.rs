@@ -47,8 +47,8 @@ use arrow::datatypes::{DataType, FieldRef};
 use super::delta::Delta;
 use super::hybrid::{Hybrid, Run};
 use super::pages::{LevelEncoding, PageWalker, Whole, bit_width};
-use crate::check::{Bounds, Judge};
-use crate::source::ReadError;
+use crate::error::ReadError;
+use crate::proof::{Bounds, Judge};
 
 /// Parquet's value encodings read here.
 pub(super) const PLAIN: i32 = 0;

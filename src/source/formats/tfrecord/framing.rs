@@ -8,7 +8,7 @@ use std::io::Read;
 
 use bytes::Bytes;
 
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// Largest record read from a compressed stream (a mapped file's records
 /// are bounded by the file itself).

@@ -38,8 +38,10 @@ use prost::Message;
 
 use self::framing::{MapRecords, StreamRecords};
 use self::proto::{EntryRaw, ExampleRaw, Feature, FeatureKind, Kind, KindOnly, SequenceProbe};
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
+use crate::source::storage;
 use crate::source::storage::Input;
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// An uncompressed file is split into units of about this many bytes.
 const UNIT_BYTES: usize = 16 << 20;

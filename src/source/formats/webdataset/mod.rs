@@ -49,8 +49,9 @@ use arrow::datatypes::{Field, Schema};
 
 use self::names::PyInt;
 use self::tarwalk::{Flow, Member};
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage::{Input, PosReader, remote};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source};
 
 /// Largest member whose data is read (an image, a label): a header claiming
 /// more is the file's error rather than an allocation.

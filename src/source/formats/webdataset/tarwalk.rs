@@ -13,7 +13,7 @@
 
 use std::io::Read;
 
-use crate::source::ReadError;
+use crate::error::ReadError;
 
 /// Largest GNU long-name or pax extension header read (names are short;
 /// pax records for one member are a few hundred bytes).

@@ -5,7 +5,7 @@
 //! Why: under `--full-scan` building the arrays was most of the time, and
 //! the kernels then found nothing in nearly every batch. A reader that
 //! proves a batch clean hands its rows over as a shape, flagged proven
-//! ([`crate::source::Source::read_judged`]); the checks then apply the
+//! ([`crate::source::read::Source::read_judged`]); the checks then apply the
 //! length rules only, exactly as for a column whose statistics proved it.
 //! Anything not proven clean goes through the kernels as before, so the
 //! report has one path.

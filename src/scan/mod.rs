@@ -4,17 +4,21 @@
 //! Results are collected in unit order and folded sequentially, so counts,
 //! examples and errors are the same for every `--jobs` value.
 
+mod folder_rows;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow::array::ArrayRef;
 use rayon::prelude::*;
 
 use crate::check::Validator;
+use crate::check::tally::Tally;
 use crate::error::Error;
 use crate::progress::Progress;
-use crate::report::{ErrorEntry, Partial, Tally};
+use crate::report::{ErrorEntry, Partial};
+use crate::source;
 use crate::source::layouts::discover::{DataFile, FolderLabel};
-use crate::source::{self, Source};
+use crate::source::read::Source;
 
 /// How a scan runs.
 #[derive(Debug, Clone, Default)]
@@ -92,14 +96,14 @@ pub(crate) fn scan_here(validator: &Validator, files: &[DataFile], opts: &ScanOp
 
 fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
     // An image folder's rows are checked without a source per image (see
-    // image_folder::scan_rows); spilled violations take the general path.
+    // folder_rows); spilled violations take the general path.
     if !files.is_empty()
         && opts.violations.is_none()
         && files.iter().all(|f| f.label.is_some())
         && only.iter().all(|o| o.as_ref().is_none_or(|u| u == &[0]))
     {
         let progress = Progress::new(opts.progress, files.len() as u64);
-        let partial = source::layouts::image_folder::scan_rows(validator, files, &progress);
+        let partial = folder_rows::scan_rows(validator, files, &progress);
         progress.finish();
         return partial;
     }
@@ -519,7 +523,7 @@ fn check_unit(
         .filter_map(|(p, &s)| p.map(|_| s))
         .collect();
     // The value rules a reader may prove batches against itself.
-    let rules: Vec<Option<crate::check::Judge>> = positions
+    let rules: Vec<Option<crate::proof::Judge>> = positions
         .iter()
         .enumerate()
         .filter_map(|(ci, p)| p.map(|_| validator.judge(ci)))

@@ -14,7 +14,7 @@
 //! schema column must say it (`dtype: uint16`). Anything the header claims
 //! is checked against the file's size before a byte of data is read. A
 //! `.bin` with an `.idx` beside it is a Megatron-LM dataset (see
-//! [`super::megatron`]); [`open`] dispatches between the two.
+//! [`super::megatron`]); [`super::open`] dispatches between the two.
 //!
 //! With the schema's `eod_id`, a stream's documents are judged
 //! ([`crate::check`]'s documents kernel), and a document must not cross
@@ -40,8 +40,10 @@ use arrow::datatypes::{
 use bytes::Bytes;
 use memmap2::Mmap;
 
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
+use crate::source::storage;
 use crate::source::storage::Input;
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
 
 /// The column every token layout provides.
 pub const TOKENS: &str = "tokens";
@@ -378,22 +380,6 @@ pub enum Layout {
     Llmc,
     /// Tokens from byte 0, dtype from the schema.
     Raw,
-}
-
-/// Opens a `.bin` token file: a Megatron-LM dataset when an `.idx` lies
-/// beside it, else an llm.c shard or a raw stream. `dtype` is the schema's
-/// `dtype:` for `tokens`, if given, and `eod` its `eod_id` (a Megatron
-/// dataset's documents are its index's sequences, so it takes none).
-pub fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<dyn Source>, ReadError> {
-    let idx = path.with_extension("idx");
-    if storage::exists(&idx) {
-        return Ok(Box::new(super::megatron::MegatronSource::open(path, &idx, dtype)?));
-    }
-    let source = TokenStreamSource::open(path, dtype)?;
-    Ok(Box::new(match eod {
-        Some(eod) => source.with_documents(eod),
-        None => source,
-    }))
 }
 
 /// Whether a `.bin` is a raw stream, which records no dtype: no `.idx`

@@ -37,8 +37,10 @@ use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field};
 use bytes::Bytes;
 
-use super::tokenbin::{self, Region, TOKENS, TokenDtype, UNIT_TOKENS};
-use crate::source::{BATCH_ROWS, Batch, ReadError, Source, storage};
+use super::stream::{self as tokenbin, Region, TOKENS, TokenDtype, UNIT_TOKENS};
+use crate::error::ReadError;
+use crate::source::read::{BATCH_ROWS, Batch, Source};
+use crate::source::storage;
 
 const MAGIC: &[u8; 9] = b"MMIDIDX\0\0";
 const HEADER: u64 = 34;
