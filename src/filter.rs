@@ -58,7 +58,12 @@ pub struct Filtered {
 /// Checks the plan's data and writes the copies and the manifest to
 /// `out_dir`. The check's report comes back beside the manifest.
 pub fn filter(plan: &Plan, out_dir: &Path) -> Result<(Report, Manifest), Report> {
-    let (validator, files, discover_errors) = crate::prepare(plan)?;
+    let crate::Prepared {
+        validator,
+        files,
+        errors: discover_errors,
+        ..
+    } = crate::prepare(plan)?;
     let spill = Spill::new().map_err(|e| failed(format!("cannot make a spill folder: {e}")))?;
     let mut errors = Vec::new();
     let (parquet, other): (Vec<_>, Vec<_>) = files

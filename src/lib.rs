@@ -36,25 +36,31 @@
 //! kernels' lower-level entry points (`check_columns`, `Tally`) serve the
 //! scanner and may change.
 
-mod batch;
-pub mod cache;
-pub mod check;
+// The modules in three groups, from the command line down; a group imports
+// only from itself and the groups below it.
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod error;
 pub mod filter;
 pub mod init;
+pub mod stream;
+// The pipeline: plan (this file), discover and open (`source::layouts`,
+// `source`), read (`source::formats`, `pairing`, `pixels`), check
+// (`scan`, `cache`, `batch`), merge and report.
+mod batch;
+pub mod cache;
 pub mod pairing;
 mod pixels;
 pub mod progress;
-pub mod proof;
-pub mod redact;
 pub mod report;
 pub mod scan;
-pub mod schema;
 pub mod source;
-pub mod stream;
 pub mod violations;
+// The kernels, the schema, and the ground.
+pub mod check;
+pub mod error;
+pub mod proof;
+pub mod redact;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 
@@ -98,7 +104,13 @@ pub fn check(plan: &Plan) -> Report {
 /// partial result (to write with `--partial` for a merge elsewhere). A
 /// schema that cannot be used gives the failed report instead.
 pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
-    let (validator, mut files, discover_errors, notes, paths) = prepare_noted(plan)?;
+    let Prepared {
+        validator,
+        mut files,
+        errors: discover_errors,
+        notes,
+        paths,
+    } = prepare(plan)?;
     // Masks paired with images: images without a mask join the files.
     let mut opts = plan.scan.clone();
     let mut pair_errors = Vec::new();
@@ -161,26 +173,22 @@ pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hint
     units
 }
 
-/// The schema compiled, and the files a plan names (with the errors of
-/// paths that matched nothing).
-pub(crate) fn prepare(
-    plan: &Plan,
-) -> Result<(Validator, Vec<source::layouts::discover::DataFile>, Vec<ErrorEntry>), Report> {
-    prepare_noted(plan).map(|(v, f, e, _, _)| (v, f, e))
+/// A plan made ready to scan: the schema compiled and the files found.
+pub(crate) struct Prepared {
+    pub validator: Validator,
+    /// The files the PATHs name, in report order.
+    pub files: Vec<source::layouts::discover::DataFile>,
+    /// Errors of PATHs that matched nothing or could not be listed.
+    pub errors: Vec<ErrorEntry>,
+    /// The layout's warnings (an image folder's hidden class), as notes on
+    /// the folder.
+    pub notes: Vec<ErrorEntry>,
+    /// The PATHs themselves (the plan's, or the schema's `dataset.files`).
+    pub paths: Vec<PathBuf>,
 }
 
-/// The files, errors, layout warnings and PATHs of a plan (see [`prepare`]).
-type Prepared = (
-    Validator,
-    Vec<source::layouts::discover::DataFile>,
-    Vec<ErrorEntry>,
-    Vec<ErrorEntry>,
-    Vec<PathBuf>,
-);
-
-/// [`prepare`] with the layout's warnings (an image folder's hidden class),
-/// as notes on the folder.
-fn prepare_noted(plan: &Plan) -> Result<Prepared, Report> {
+/// Compiles the plan's schema and finds the files its PATHs name.
+pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
     let (validator, paths) = schema_and_paths(plan)?;
     let hints = source::Hints::from_schema(validator.schema());
     let found = source::layouts::discover::discover_full(&paths, &hints);
@@ -193,13 +201,13 @@ fn prepare_noted(plan: &Plan) -> Result<Prepared, Report> {
             unit: 0,
         })
         .collect();
-    Ok((
+    Ok(Prepared {
         validator,
-        found.files,
-        found.errors.iter().map(ErrorEntry::from).collect(),
+        files: found.files,
+        errors: found.errors.iter().map(ErrorEntry::from).collect(),
         notes,
         paths,
-    ))
+    })
 }
 
 /// The schema compiled, and the paths to check: the plan's, or the

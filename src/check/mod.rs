@@ -547,3 +547,209 @@ pub(crate) struct Place {
 pub(crate) fn type_name(t: &DataType) -> String {
     format!("{t}")
 }
+
+#[cfg(test)]
+mod tests {
+    //! The kernels on hand-built arrays: every integer width at its
+    //! extremes, float boundaries, nulls at every level of a list. Each
+    //! case plants its violations and asserts every count of the report.
+
+    use std::collections::BTreeMap;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use arrow::array::{
+        ArrayRef, Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, Int64Array, ListArray, StringArray,
+        UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    };
+    use arrow::datatypes::Int32Type;
+
+    use super::*;
+
+    fn validator(columns: &str) -> Validator {
+        let yaml = format!("version: 1\ncolumns:\n{columns}");
+        Validator::new(Schema::from_yaml(&yaml, Path::new("s.yaml")).unwrap(), 100)
+    }
+
+    /// The non-zero counts of checking `array` as the schema's one column
+    /// `v`, by rule, and the rows of the examples of each.
+    fn counts(v: &Validator, array: ArrayRef) -> BTreeMap<String, (u64, Vec<u64>)> {
+        let batch = RecordBatch::try_from_iter([("v", array)]).unwrap();
+        let mut tally = v.tally();
+        let errors = v.check_batch(&batch, 0, 0, &mut tally);
+        assert!(errors.is_empty(), "{errors:?}");
+        v.plan()
+            .iter()
+            .zip(&tally.checks)
+            .filter(|(_, c)| c.violations > 0)
+            .map(|((_, rule), c)| {
+                let rows = c.examples.iter().map(|e| e.row).collect();
+                (format!("{rule:?}"), (c.violations, rows))
+            })
+            .collect()
+    }
+
+    fn only(rule: &str, n: u64, rows: &[u64]) -> BTreeMap<String, (u64, Vec<u64>)> {
+        BTreeMap::from([(rule.to_string(), (n, rows.to_vec()))])
+    }
+
+    #[test]
+    fn every_signed_width_at_its_extremes() {
+        let v = validator("  v: {kind: class, num_classes: 10, ignore_index: -100}\n");
+        // rows: MIN, -100 (ignored), -1, 0, 9, 10, MAX
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(Int8Array::from(vec![i8::MIN, -100, -1, 0, 9, 10, i8::MAX])),
+            Arc::new(Int16Array::from(vec![i16::MIN, -100, -1, 0, 9, 10, i16::MAX])),
+            Arc::new(Int32Array::from(vec![i32::MIN, -100, -1, 0, 9, 10, i32::MAX])),
+            Arc::new(Int64Array::from(vec![i64::MIN, -100, -1, 0, 9, 10, i64::MAX])),
+        ];
+        for a in arrays {
+            let t = a.data_type().clone();
+            assert_eq!(counts(&v, a), only("Class", 4, &[0, 2, 5, 6]), "{t}");
+        }
+    }
+
+    #[test]
+    fn every_unsigned_width_at_its_extremes() {
+        let v = validator("  v: {kind: class, num_classes: 10, ignore_index: 255}\n");
+        // rows: 0, 9, 10, 255 (ignored), MAX
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(UInt8Array::from(vec![0, 9, 10, 255, u8::MAX - 1])),
+            Arc::new(UInt16Array::from(vec![0, 9, 10, 255, u16::MAX])),
+            Arc::new(UInt32Array::from(vec![0, 9, 10, 255, u32::MAX])),
+            Arc::new(UInt64Array::from(vec![0, 9, 10, 255, u64::MAX])),
+        ];
+        for a in arrays {
+            let t = a.data_type().clone();
+            assert_eq!(counts(&v, a), only("Class", 2, &[2, 4]), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_bound_past_the_type_passes_every_value_of_it() {
+        // 2^40 classes: every uint32 and every non-negative int8 is valid.
+        let v = validator("  v: {kind: index, size: 1099511627776}\n");
+        let a: ArrayRef = Arc::new(UInt32Array::from(vec![0, u32::MAX]));
+        assert!(counts(&v, a).is_empty());
+        let a: ArrayRef = Arc::new(Int8Array::from(vec![i8::MIN, 0, i8::MAX]));
+        assert_eq!(counts(&v, a), only("Index", 1, &[0]));
+        let a: ArrayRef = Arc::new(UInt64Array::from(vec![1 << 40, (1 << 40) - 1, u64::MAX]));
+        assert_eq!(counts(&v, a), only("Index", 2, &[0, 2]));
+    }
+
+    #[test]
+    fn negative_indices_wrap_down_to_minus_size() {
+        let v = validator("  v: {kind: index, size: 5, wrap_negative: true}\n");
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![-6, -5, -1, 0, 4, 5]));
+        assert_eq!(counts(&v, a), only("Index", 2, &[0, 5]));
+        let v = validator("  v: {kind: index, size: 5}\n");
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![-6, -5, -1, 0, 4, 5]));
+        assert_eq!(counts(&v, a), only("Index", 4, &[0, 1, 2, 5]));
+    }
+
+    #[test]
+    fn floats_in_a_class_column_are_whole_numbers_or_not_integer() {
+        let v = validator("  v: {kind: class, num_classes: 3}\n");
+        let a: ArrayRef = Arc::new(Float64Array::from(vec![
+            0.0,
+            2.0,
+            -0.0,
+            2.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            3.0,
+            1e300,
+            -1.0,
+        ]));
+        let want = BTreeMap::from([
+            ("Class".to_string(), (3, vec![7, 8, 9])),
+            ("NotInteger".to_string(), (4, vec![3, 4, 5, 6])),
+        ]);
+        assert_eq!(counts(&v, a), want);
+        // float32: 2^24 + 1 is not representable; 16777216.0 is whole.
+        let v = validator("  v: {kind: index, size: 16777217}\n");
+        let a: ArrayRef = Arc::new(Float32Array::from(vec![16777216.0, 16777218.0, 0.5]));
+        let want = BTreeMap::from([
+            ("Index".to_string(), (1, vec![1])),
+            ("NotInteger".to_string(), (1, vec![2])),
+        ]);
+        assert_eq!(counts(&v, a), want);
+    }
+
+    #[test]
+    fn range_bounds_are_inclusive_and_exact() {
+        let v = validator("  v: {kind: range, min: 0.5, max: 1}\n");
+        let a: ArrayRef = Arc::new(Float64Array::from(vec![
+            0.5,
+            1.0,
+            0.49999999999999994,
+            1.0000000000000002,
+            f64::NAN,
+            f64::INFINITY,
+        ]));
+        assert_eq!(counts(&v, a), only("Range", 4, &[2, 3, 4, 5]));
+        // Integers against fractional bounds: 1 and 2 lie in [0.5, 2.5].
+        let v = validator("  v: {kind: range, min: 0.5, max: 2.5}\n");
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![0, 1, 2, 3, i64::MIN, i64::MAX]));
+        assert_eq!(counts(&v, a), only("Range", 4, &[0, 3, 4, 5]));
+    }
+
+    #[test]
+    fn values_that_are_not_an_interval() {
+        let v = validator("  v: {kind: values, allowed: [-1, 3, 7]}\n");
+        let a: ArrayRef = Arc::new(Int16Array::from(vec![-1, 0, 3, 4, 7, i16::MAX]));
+        assert_eq!(counts(&v, a), only("Values", 3, &[1, 3, 5]));
+    }
+
+    #[test]
+    fn nulls_in_nested_lists_are_counted_where_they_are() {
+        let v = validator("  v: {kind: class, num_classes: 4}\n");
+        // rows: [0, null, 3], null, [], [4, null, 1]
+        let a: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(0), None, Some(3)]),
+            None,
+            Some(vec![]),
+            Some(vec![Some(4), None, Some(1)]),
+        ]));
+        let want = BTreeMap::from([
+            ("Class".to_string(), (1, vec![3])),
+            ("Null".to_string(), (3, vec![0, 1, 3])),
+        ]);
+        assert_eq!(counts(&v, a), want);
+    }
+
+    #[test]
+    fn null_scalars_and_strings_in_a_class_column() {
+        let v = validator("  v: {kind: class, num_classes: 4}\n");
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(4), None]));
+        let want = BTreeMap::from([
+            ("Class".to_string(), (1, vec![2])),
+            ("Null".to_string(), (2, vec![1, 3])),
+        ]);
+        assert_eq!(counts(&v, a), want);
+        let a: ArrayRef = Arc::new(StringArray::from(vec![Some("1"), None]));
+        let want = BTreeMap::from([
+            ("NotInteger".to_string(), (1, vec![0])),
+            ("Null".to_string(), (1, vec![1])),
+        ]);
+        assert_eq!(counts(&v, a), want);
+    }
+
+    #[test]
+    fn length_rules_count_rows() {
+        let v = validator("  v: {kind: index, size: 10, max_length: 2, min_length: 1}\n");
+        let a: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1), Some(2)]),
+            Some(vec![Some(1), Some(2), Some(3)]),
+            Some(vec![]),
+            None,
+        ]));
+        let want = BTreeMap::from([
+            ("MaxLength".to_string(), (1, vec![1])),
+            ("MinLength".to_string(), (1, vec![2])),
+            ("Null".to_string(), (1, vec![3])),
+        ]);
+        assert_eq!(counts(&v, a), want);
+    }
+}

@@ -166,8 +166,7 @@ fn the_schema_schema_refuses_typos_and_wrong_types() {
     }
 }
 
-/// What `init` writes validates, and names no JSON Schema location (the
-/// user saves the schema where the YAML can point at it).
+/// What `init` writes validates, and points at the JSON Schema it wrote.
 #[test]
 fn init_writes_a_valid_schema() {
     let env = Env::new();
@@ -175,9 +174,48 @@ fn init_writes_a_valid_schema() {
     let r = env.run(&["init", data.to_str().unwrap(), "-o", "p.yaml"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let text = std::fs::read_to_string(env.path("p.yaml")).unwrap();
-    assert!(!text.contains("$schema"), "{text}");
     let errs = errors(schema_validator(), &yaml(&text, "init"));
     assert!(errs.is_empty(), "{errs:?}\n{text}");
+    // The first line points the editor at the JSON Schema init wrote
+    // beside it: the committed one, byte for byte.
+    assert_eq!(
+        text.lines().next(),
+        Some("# yaml-language-server: $schema=./preflight.schema.json"),
+        "{text}"
+    );
+    let committed = std::fs::read_to_string(root().join("schemas/json/preflight.schema.json")).unwrap();
+    let beside = std::fs::read_to_string(env.path("preflight.schema.json")).unwrap();
+    assert!(beside == committed, "init wrote another JSON Schema");
+}
+
+/// A `preflight.schema.json` that is not this version's is left alone,
+/// with a warning, unless `--force`; in a folder given with `-o`, the file
+/// goes beside the schema.
+#[test]
+fn init_keeps_another_json_schema_unless_forced() {
+    let env = Env::new();
+    let data = root().join("sample_data/clean");
+    let data = data.to_str().unwrap();
+    std::fs::create_dir_all(env.path("conf")).unwrap();
+    env.write("conf/preflight.schema.json", "{}\n");
+    let r = env.run(&["init", data, "-o", "conf/p.yaml"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: conf/preflight.schema.json differs from this version's JSON Schema"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("conf/preflight.schema.json")).unwrap(),
+        "{}\n"
+    );
+    assert!(!env.path("preflight.schema.json").exists());
+    let r = env.run(&["init", data, "-o", "conf/p.yaml", "--force"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let committed = std::fs::read_to_string(root().join("schemas/json/preflight.schema.json")).unwrap();
+    assert!(std::fs::read_to_string(env.path("conf/preflight.schema.json")).unwrap() == committed);
 }
 
 /// `preflight schema --json-schema` prints the committed files byte for

@@ -830,8 +830,9 @@ fn image_folders(args: &[PathBuf]) -> Discovered {
             });
         }
     }
-    let (mut files, errs, notes) = super::image_folder::list_roots(&roots);
-    errors.extend(errs);
-    sort(&mut files);
-    Discovered { files, errors, notes }
+    let mut found = super::image_folder::list_roots(&roots);
+    errors.append(&mut found.errors);
+    found.errors = errors;
+    sort(&mut found.files);
+    found
 }

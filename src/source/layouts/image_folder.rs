@@ -32,7 +32,7 @@ use arrow::array::{Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use rayon::prelude::*;
 
-use super::discover::{DataFile, FolderLabel};
+use super::discover::{DataFile, Discovered, FolderLabel};
 use crate::error::Error;
 use crate::error::ReadError;
 use crate::source::read::{Batch, Source};
@@ -411,9 +411,9 @@ impl Source for ImageRow {
     }
 }
 
-/// The listing of every root a run names, with the split comparison:
-/// (files, errors, notes as (root, message)).
-pub fn list_roots(roots: &[(PathBuf, String)]) -> (Vec<DataFile>, Vec<Error>, Vec<(String, String)>) {
+/// The listing of every root a run names, with the split comparison in
+/// its notes (as (root, message)).
+pub fn list_roots(roots: &[(PathBuf, String)]) -> Discovered {
     let listings: Vec<Listing> = roots
         .iter()
         .map(|(p, shown)| match p.to_str() {
@@ -429,7 +429,7 @@ pub fn list_roots(roots: &[(PathBuf, String)]) -> (Vec<DataFile>, Vec<Error>, Ve
         files.extend(l.files);
         errors.extend(l.errors);
     }
-    (files, errors, notes)
+    Discovered { files, errors, notes }
 }
 
 #[cfg(test)]
