@@ -19,7 +19,7 @@
 //! expanding a level per value was most of `--full-scan` once the values
 //! were proven in place (BENCHMARKS.md, #19).
 //!
-//! With a column's judge (`check::Judge`, list columns), each data page is
+//! With a column's judge (`proof::Judge`, list columns), each data page is
 //! first proven or not: no null slot (empty lists are fine), and every value
 //! passes: PLAIN values compared where they lie in the page buffer,
 //! dictionary indices against a table of which entries pass (made once per
