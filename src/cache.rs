@@ -2,22 +2,11 @@
 //! partial result, kept under the identity of the file and of the check,
 //! so that a rerun over unchanged files reads none of their data.
 //!
-//! A check's identity is the resolved schema (every bound as a number), the
-//! examples kept, `--full-scan` and preflight's version: anything else is
-//! another folder of the cache. A file's identity is the name reports give
-//! it, its canonical path, device and inode, size, modification and status
-//! change times (nanoseconds; the status change time moves on every write
-//! and cannot be set back by a user), and a hash of its first and last
-//! 64 KiB (where formats keep their headers and footers). A file whose
-//! identity differs is checked again; a stale pass would need a change that
-//! keeps all of that, which an ordinary write cannot. A mask paired with
-//! images (`pair_with`) adds what pairing found for it (its image's name and
-//! size, several images, or none; for an image without a mask, that) to
-//! its identity. Files whose check met
-//! an error are not kept (the next run tries them again). Entries are JSON
-//! partial results (as `--partial` writes them), written to a temporary
-//! file and renamed, so readers never see half an entry; a damaged entry is
-//! a miss. Per-file results merge into exactly the report of one scan.
+//! Why an identity this wide (docs/src/cli.md lists it): a stale pass is a
+//! gate that lies, so a file counts as unchanged only when no ordinary write
+//! could have kept all of it; a miss merely costs a read. Entries are
+//! mergeable partials, so cached and fresh files merge into exactly the
+//! report of one scan.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -130,7 +119,7 @@ fn file_key(f: &DataFile) -> Option<String> {
         return None;
     }
     // A `datasets` index mapping's rows live in other files: read each time.
-    if f.label.is_none() && crate::source::layouts::hfcache::is_mapping(&f.path, &[]) {
+    if f.label.is_none() && crate::source::formats::ipc::datasets::is_mapping(&f.path, &[]) {
         return None;
     }
     let canonical = f.path.canonicalize().ok()?;

@@ -66,9 +66,10 @@ pub fn filter(plan: &Plan, out_dir: &Path) -> Result<(Report, Manifest), Report>
     } = crate::prepare(plan)?;
     let spill = Spill::new().map_err(|e| failed(format!("cannot make a spill folder: {e}")))?;
     let mut errors = Vec::new();
-    let (parquet, other): (Vec<_>, Vec<_>) = files
-        .into_iter()
-        .partition(|f| Format::from_path(&f.path).or_else(|| Format::from_content(&f.path)) == Some(Format::Parquet));
+    let (parquet, other): (Vec<_>, Vec<_>) = files.into_iter().partition(|f| {
+        Format::from_path(&f.path).or_else(|| Format::from_content(&f.path))
+            == Some(crate::source::formats::parquet::FORMAT)
+    });
     for f in &other {
         errors.push(ErrorEntry {
             file: Some(f.display.clone()),

@@ -12,12 +12,14 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use arrow::array::downcast_integer;
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::DataType;
 use serde_json::Value as Json;
 
 use crate::source::{self, layouts::discover};
 
+mod layouts;
 mod masks;
 mod tokens;
 
@@ -253,7 +255,7 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
         }
     };
     // Image folders, YOLO label trees and COCO files have their own proposal.
-    if let Some(layout) = crate::source::layouts::propose::propose(paths, schema_dir) {
+    if let Some(layout) = layouts::propose(paths, schema_dir) {
         let (text, used) = layout?;
         let skipped = not_used(paths, &used, |_| {
             "no COCO annotation file here, and a schema proposed from COCO files checks those; \
@@ -280,12 +282,8 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
     // WebDataset and TFRecord shards are searched for a schema's member or
     // feature names; without a schema yet, every shard is (a folder of
     // shards alone is then no "folder without data files").
-    let is_shard = |f: &discover::DataFile| {
-        matches!(
-            source::Format::from_path(&f.path),
-            Some(source::Format::WebDataset | source::Format::TfRecord)
-        )
-    };
+    let is_shard =
+        |f: &discover::DataFile| source::Format::from_path(&f.path).is_some_and(source::Format::is_shard_set);
     let found = |paths: &[PathBuf]| {
         let (mut files, errors) = discover::discover_with(paths, &hints);
         files.extend(discover::discover(paths).0.into_iter().filter(is_shard));
@@ -299,7 +297,7 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
     {
         return Err(e.to_string());
     }
-    let is_image = |f: &discover::DataFile| source::Format::from_path(&f.path) == Some(source::Format::Image);
+    let is_image = |f: &discover::DataFile| source::Format::from_path(&f.path) == Some(source::formats::image::FORMAT);
     let beside_tables = files.iter().any(|f| !is_image(f));
     if beside_tables {
         files.retain(|f| !is_image(f));
@@ -336,7 +334,7 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
     let mut token_stats = tokens::TokenStats::new(model.as_ref().map(|m| &m.config));
     let vocab = model.as_ref().and_then(|m| m.get("vocab_size"));
     for f in &files {
-        let src = if source::Format::from_path(&f.path) == Some(source::Format::TokenBin) {
+        let src = if source::Format::from_path(&f.path) == Some(source::formats::tokens::FORMAT) {
             token_stats.open(&f.path, &f.display, vocab)
         } else {
             source::open(&f.path)
@@ -505,15 +503,8 @@ fn scalars(p: &mut Profile, a: &ArrayRef) {
             }
         };
     }
-    match a.data_type() {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
+    downcast_integer! {
+        a.data_type() => (ints),
         DataType::Float16 | DataType::Float32 | DataType::Float64 => p.float = true,
         DataType::Utf8 | DataType::LargeUtf8 => {
             p.string = true;

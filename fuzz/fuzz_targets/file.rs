@@ -85,22 +85,9 @@ fuzz_target!(|data: &[u8]| {
             source::formats::image::header::size_of_file(&path).map_err(source::ReadError::new)
         });
     }
-    // As the scanner does: open and read under the file boundary's guard.
-    // Raw token files take their dtype from the schema.
-    let hints = source::Hints {
-        // (MDS and LitData record theirs, and a dtype they do not record is
-        // an error before any sample is read: only their `bytes` get one).
-        dtypes: match ext {
-            "mds" | "litdata" => vec![("raw".into(), "uint16".into())],
-            _ => vec![("tokens".into(), "uint16".into())],
-        },
-        // Token streams cut their units at this end-of-document id.
-        eods: vec![("tokens".into(), 50256)],
-        // `.txt` is a YOLO label file; COCO ids are also read mapped.
-        layout: (ext == "txt").then_some(preflight::schema::Layout::Yolo),
-        coco_mappings: vec![("category_id".into(), preflight::schema::CocoMapping::Contiguous)],
-        ..Default::default()
-    };
+    // As the scanner does: open and read under the file boundary's guard,
+    // with the schema's hints.
+    let hints = hints(ext);
     let Ok(src) = source::guarded(|| source::open_with(&path, &hints)) else {
         return;
     };
@@ -141,3 +128,25 @@ fuzz_target!(|data: &[u8]| {
         let _ = preflight::scan::scan(eod, &[file], &opts);
     }
 });
+
+/// The schema hints a file is read with: raw token bytes take their dtype
+/// from the schema (MDS and LitData record theirs, and a dtype they do not
+/// record is an error before any sample is read: only their `bytes` get
+/// one), token streams cut their units at an end-of-document id, `.txt` is
+/// a YOLO label file, and COCO ids are also read mapped.
+fn hints(ext: &str) -> source::Hints {
+    let yaml = "columns:
+  raw: {kind: index, size: 65536, dtype: uint16, optional: true}
+  tokens: {kind: index, size: 65536, dtype: uint16, eod_id: 50256, optional: true}
+  category_id: {kind: class, num_classes: 91, coco_mapping: contiguous, optional: true}
+";
+    let schema = preflight::schema::Schema::from_yaml(yaml, "fuzz.yaml".as_ref()).expect("the fuzz schema is valid");
+    let mut hints = source::Hints::from_schema(&schema);
+    let unhinted = match ext {
+        "mds" | "litdata" => "tokens",
+        _ => "raw",
+    };
+    hints.specs.retain(|c| c.name != unhinted);
+    hints.layout = (ext == "txt").then_some(preflight::schema::Layout::Yolo);
+    hints
+}

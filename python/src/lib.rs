@@ -150,7 +150,7 @@ impl Validator {
         };
         let validator = &self.inner;
         let report = py.detach(|| {
-            use preflight::source::layouts::{discover::DataFile, hfcache::MappedSource};
+            use preflight::source::{formats::ipc::datasets::MappedSource, layouts::discover::DataFile};
             let base: Vec<(String, std::path::PathBuf)> = files.iter().map(|f| (f.clone(), f.into())).collect();
             let file = DataFile {
                 display: name.to_string(),

@@ -12,11 +12,9 @@
 //! values: ids past the type wrapped when the data was written (a uint16
 //! cast of a 128K vocabulary) and now look valid.
 
+use arrow::array::downcast_integer;
 use arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
-use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
-    UInt16Type, UInt32Type, UInt64Type,
-};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Float32Type, Float64Type};
 
 use super::{ColumnCheck, Place};
 use crate::check::tally::{Spot, Tally, Value};
@@ -140,15 +138,8 @@ fn scan(
             )
         };
     }
-    match a.data_type() {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
+    downcast_integer! {
+        a.data_type() => (ints),
         DataType::Float32 => band_floats(
             a.as_primitive::<Float32Type>(),
             range,

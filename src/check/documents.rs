@@ -28,11 +28,9 @@
 //! the next; examples and violations name the document's first row, its
 //! value is the document's length.
 
+use arrow::array::downcast_integer;
 use arrow::array::{Array, AsArray};
-use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
-    UInt16Type, UInt32Type, UInt64Type,
-};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Float32Type, Float64Type};
 
 use super::{ColumnCheck, Place, type_name};
 use crate::check::tally::{Spot, Tally, Value};
@@ -122,15 +120,8 @@ pub(crate) fn check_documents(
             }
         }};
     }
-    match array.data_type() {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
+    downcast_integer! {
+        array.data_type() => (ints),
         DataType::Float32 => floats!(Float32Type),
         DataType::Float64 => floats!(Float64Type),
         t => return Err(not_a_stream(t)),

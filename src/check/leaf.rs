@@ -2,11 +2,9 @@
 
 use std::ops::Range;
 
+use arrow::array::downcast_integer;
 use arrow::array::{Array, AsArray, BooleanArray, GenericStringArray, OffsetSizeTrait, PrimitiveArray};
-use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
-    UInt8Type, UInt16Type, UInt32Type, UInt64Type,
-};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Float16Type, Float32Type, Float64Type};
 
 use super::{ColumnCheck, Place, list, type_name};
 use crate::check::tally::{Example, Logged, Spot, Tally, Value};
@@ -42,15 +40,8 @@ pub(crate) fn check_values(
             ints::<$t>(col, array.as_primitive::<$t>(), range, to_row, at, tally)
         };
     }
-    match array.data_type() {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
+    downcast_integer! {
+        array.data_type() => (ints),
         DataType::Float16 => floats(
             col,
             array.as_primitive::<Float16Type>(),
@@ -555,15 +546,8 @@ fn value_at(a: &dyn Array, i: usize) -> Option<Value> {
     if a.is_null(i) {
         return None;
     }
-    match a.data_type() {
-        DataType::Int8 => get!(Int8Type),
-        DataType::Int16 => get!(Int16Type),
-        DataType::Int32 => get!(Int32Type),
-        DataType::Int64 => get!(Int64Type),
-        DataType::UInt8 => get!(UInt8Type),
-        DataType::UInt16 => get!(UInt16Type),
-        DataType::UInt32 => get!(UInt32Type),
-        DataType::UInt64 => get!(UInt64Type),
+    downcast_integer! {
+        a.data_type() => (get),
         _ => None,
     }
 }

@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use arrow::array::downcast_integer;
 use arrow::array::{Array, AsArray, GenericListArray, OffsetSizeTrait};
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::DataType;
@@ -165,7 +166,6 @@ fn offset_lengths<O: OffsetSizeTrait>(a: &GenericListArray<O>, pad: Option<i128>
 
 /// Elements of one row that are not the pad id.
 fn non_pad(row: &dyn Array, pad: i128) -> Result<u64, String> {
-    use arrow::datatypes::*;
     macro_rules! count {
         ($t:ty) => {{
             let a = row.as_primitive::<$t>();
@@ -173,15 +173,8 @@ fn non_pad(row: &dyn Array, pad: i128) -> Result<u64, String> {
             Ok(n as u64)
         }};
     }
-    match row.data_type() {
-        DataType::Int8 => count!(Int8Type),
-        DataType::Int16 => count!(Int16Type),
-        DataType::Int32 => count!(Int32Type),
-        DataType::Int64 => count!(Int64Type),
-        DataType::UInt8 => count!(UInt8Type),
-        DataType::UInt16 => count!(UInt16Type),
-        DataType::UInt32 => count!(UInt32Type),
-        DataType::UInt64 => count!(UInt64Type),
+    downcast_integer! {
+        row.data_type() => (count),
         t => Err(format!(
             "pad_id needs a list of integers, the elements are {}",
             type_name(t)

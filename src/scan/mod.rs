@@ -127,7 +127,7 @@ fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<us
         && files.iter().all(|f| {
             f.label.is_none()
                 && source::storage::remote::is_url(&f.path)
-                && source::Format::from_path(&f.path) == Some(source::Format::Parquet)
+                && source::Format::from_path(&f.path).is_some_and(source::Format::opens_by_footer)
         });
     let opened = match footers_only {
         true => match rayon::ThreadPoolBuilder::new().num_threads(REMOTE_OPENS).build() {

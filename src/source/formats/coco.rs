@@ -43,6 +43,21 @@ use crate::schema::CocoMapping;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 
 pub use crate::schema::columns::CATEGORY_ID;
+use crate::source::format::Format;
+
+/// A COCO annotation file (`.json` holding `images`, `annotations` and
+/// `categories`): a table of its annotations. Searched for only when its
+/// content is COCO, so never in a storage listing (known by name alone).
+pub const FORMAT: Format = Format::new(
+    "coco",
+    |n, _| n.ext == Some("json"),
+    |path, o| {
+        Ok(Box::new(CocoSource::open_with(path, &|c| {
+            o.hints.column(c).and_then(|c| c.coco_mapping.clone())
+        })?))
+    },
+)
+.searched_when(|path, _| is_coco(path), |_| false);
 
 /// Bytes looked at to decide whether a `.json` found in a search is COCO.
 const SNIFF_BYTES: usize = 64 << 10;

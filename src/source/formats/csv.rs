@@ -31,8 +31,16 @@ use ::csv::ByteRecord;
 
 use super::textcol::{self, BATCH_BYTES, ColumnBuilder, MAX_RECORD_BYTES};
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage;
+
+/// CSV (comma) or TSV (tab), optionally gzip- or zstd-compressed.
+pub const FORMAT: Format = Format::new(
+    "csv",
+    |n, _| matches!(n.ext, Some("csv" | "tsv")),
+    |path, _| Ok(Box::new(CsvSource::open(path)?)),
+);
 
 /// A CSV or TSV file: one unit read front to back, or (see the module
 /// docs) chunks of a memory-mapped quote-free file.

@@ -24,7 +24,15 @@ use serde_json::Value;
 
 use super::textcol::{self, BATCH_BYTES, BATCH_ELEMENTS, ColumnBuilder, MAX_RECORD_BYTES};
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
+
+/// JSON Lines, optionally gzip- or zstd-compressed.
+pub const FORMAT: Format = Format::new(
+    "jsonl",
+    |n, _| matches!(n.ext, Some("jsonl" | "ndjson")),
+    |path, _| Ok(Box::new(JsonlSource::open(path)?)),
+);
 
 /// Deepest nesting of arrays inside a value; deeper is a read error.
 pub const MAX_DEPTH: usize = 64;

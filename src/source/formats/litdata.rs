@@ -43,9 +43,22 @@ use serde_json::Value;
 use super::ipc;
 use super::shardcol::{self, Col, Elem};
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
+
+/// A LitData chunk (`chunk-R-I[.zstd].bin` with an `index.json` beside it),
+/// read with that index.
+pub const FORMAT: Format = Format::new(
+    "litdata",
+    |n, _| is_chunk_name(n.name) && n.path.parent().is_some_and(|d| storage::exists(&d.join("index.json"))),
+    |path, o| {
+        Ok(Box::new(LitDataSource::open_with(path, &|c| {
+            o.hints.dtype(c).and_then(Elem::from_name)
+        })?))
+    },
+);
 
 /// Largest chunk decompressed (offsets are u32: nothing past 4 GiB).
 const MAX_CHUNK: u64 = u32::MAX as u64;

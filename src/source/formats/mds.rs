@@ -35,9 +35,23 @@ use serde::Deserialize;
 use super::mdshash;
 use super::shardcol::{self, Col, Elem};
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
+
+/// A MosaicML Streaming shard (`.mds`, or compressed whole), read with the
+/// `index.json` beside it and the schema's `dtype:` for raw columns.
+pub const FORMAT: Format = Format::new(
+    "mds",
+    |n, _| is_shard_name(n.name),
+    |path, o| {
+        Ok(Box::new(MdsSource::open_with(path, &|c| {
+            o.hints.dtype(c).and_then(Elem::from_name)
+        })?))
+    },
+)
+.searched_when(|path, _| searched(path), |_| true);
 
 /// Largest shard: its offsets are u32, so nothing past 4 GiB is addressable.
 const MAX_SHARD: u64 = u32::MAX as u64;

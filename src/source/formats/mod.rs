@@ -17,3 +17,26 @@ pub mod tfrecord;
 pub mod tokens;
 pub mod webdataset;
 pub mod yolo;
+
+use crate::source::format::Format;
+
+/// Every format, in the order a file's name or first bytes are matched
+/// against them: YOLO (by the schema's layout) before the `.txt` it claims,
+/// MDS and LitData (by their shard names) before the extensions, TFRecord's
+/// framing before a tar header.
+pub const ALL: &[Format] = &[
+    yolo::FORMAT,
+    mds::FORMAT,
+    litdata::FORMAT,
+    parquet::FORMAT,
+    csv::FORMAT,
+    jsonl::FORMAT,
+    ipc::FORMAT,
+    npy::FORMAT,
+    npy::NPZ,
+    tokens::FORMAT,
+    image::FORMAT,
+    coco::FORMAT,
+    tfrecord::FORMAT,
+    webdataset::FORMAT,
+];

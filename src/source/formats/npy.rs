@@ -44,9 +44,25 @@ use zip::ZipArchive;
 use zip::read::ZipFile;
 
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
+
+/// A NumPy `.npy` array: one column named by the file's stem.
+pub const FORMAT: Format = Format::new(
+    "npy",
+    |n, _| n.ext == Some("npy"),
+    |path, _| Ok(Box::new(NpySource::open(path)?)),
+)
+.sniffed(|head| head.starts_with(b"\x93NUMPY"));
+
+/// A NumPy `.npz` archive: one column per member.
+pub const NPZ: Format = Format::new(
+    "npz",
+    |n, _| n.ext == Some("npz"),
+    |path, _| Ok(Box::new(NpzSource::open(path)?)),
+);
 
 /// Most elements per batch: wide rows get fewer rows per batch (at least 1).
 const MAX_BATCH_ELEMS: usize = 1 << 20;

@@ -1,6 +1,5 @@
-//! YOLO label files (`dataset: {layout: yolo}`): the `.txt` files under
-//! the PATHs that are the labels of images there (all of them where a
-//! search meets no image; [`label_path`]), one object per line,
+//! YOLO label files (`dataset: {layout: yolo}`; which `.txt` files are
+//! labels is the layout's, [`crate::source::layouts::yolo`]): one object per line,
 //! `class x y w h` (normalised centre and size), `class x1 y1 x2 y2 ...` (a
 //! segment polygon) or, with `kpt_shape`, a box and its keypoints.
 //!
@@ -32,7 +31,7 @@
 //! Label files are small: a file is read whole at open (at most
 //! [`MAX_LABEL_BYTES`]), which also gives its notes before it is checked.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float32Array, Float32Builder, ListBuilder, RecordBatch, RecordBatchOptions};
@@ -41,6 +40,23 @@ use arrow::datatypes::{Field, Schema};
 use crate::source::read::{Batch, Source};
 
 use crate::error::ReadError;
+use crate::schema::{Layout, ValueRule};
+use crate::source::format::Format;
+
+/// A YOLO label file (`.txt`), with `dataset: {layout: yolo}`; `num_classes`
+/// of `class` says which files ultralytics drops, `kpt_shape` makes them
+/// pose labels.
+pub const FORMAT: Format = Format::new(
+    "yolo",
+    |n, hints| hints.layout == Some(Layout::Yolo) && is_label_name(n.path),
+    |path, o| {
+        let nc = o.hints.column(COLUMNS[0]).and_then(|c| match c.values {
+            ValueRule::Class { num_classes, .. } => Some(num_classes),
+            _ => None,
+        });
+        Ok(Box::new(YoloSource::open(path, nc, o.hints.kpt_shape)?))
+    },
+);
 
 /// Largest label file read: far above any real one (a line per object).
 pub const MAX_LABEL_BYTES: u64 = 64 << 20;
@@ -60,187 +76,6 @@ const MIN_VALUE: f32 = -0.01;
 /// looks for `<image stem>.txt` (lower-case extension).
 pub fn is_label_name(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "txt")
-}
-
-/// ultralytics' image extensions (`IMG_FORMATS`, matched lower-cased).
-const IMAGE_EXTENSIONS: [&str; 13] = [
-    "avif", "bmp", "dng", "heic", "heif", "jp2", "jpeg", "jpg", "mpo", "png", "tif", "tiff", "webp",
-];
-
-/// Whether ultralytics takes this file for an image of a dataset.
-pub fn is_image_name(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-}
-
-/// The label file ultralytics reads for `image` (`img2label_paths`,
-/// ultralytics/data/utils.py): the last `images` folder of the path becomes
-/// `labels` and the extension `.txt`; a path without an `images` folder
-/// has its label beside it. ultralytics resolves a dataset's folders to
-/// absolute paths first, so a relative path's leading `images` counts.
-pub fn label_path(image: &Path) -> PathBuf {
-    if let Some(url) = image.to_str().filter(|_| crate::source::storage::remote::is_url(image)) {
-        // A URL keeps its `//`: replaced as a string.
-        // The key: past `scheme://bucket`.
-        let key = url.find("://").map_or(0, |i| {
-            let bucket = i + 3;
-            url[bucket..].find('/').map_or(url.len(), |j| bucket + j)
-        });
-        let swapped = match url[key..].rfind("/images/") {
-            Some(at) => {
-                let at = key + at;
-                format!("{}/labels/{}", &url[..at], &url[at + "/images/".len()..])
-            }
-            None => url.to_string(),
-        };
-        let stem = match swapped.rfind('.') {
-            Some(dot) if dot > swapped.rfind('/').unwrap_or(0) => &swapped[..dot],
-            _ => &swapped,
-        };
-        return PathBuf::from(format!("{stem}.txt"));
-    }
-    let parts: Vec<_> = image.components().collect();
-    let last = parts.len().saturating_sub(1);
-    let at = parts[..last].iter().rposition(|c| c.as_os_str() == "images");
-    let mut label = PathBuf::new();
-    for (i, c) in parts.iter().enumerate() {
-        label.push(if Some(i) == at {
-            "labels".as_ref()
-        } else {
-            c.as_os_str()
-        });
-    }
-    label.with_extension("txt")
-}
-
-/// A split of a dataset YAML: a folder (its images found by a search) or
-/// an image list file (`images`: the images it lists).
-#[derive(Debug, PartialEq)]
-pub struct Split {
-    /// The folder or list, as resolved.
-    pub path: PathBuf,
-    /// For a list: its images, ultralytics' image extensions only.
-    pub images: Option<Vec<PathBuf>>,
-}
-
-/// `path` with `.` and `..` taken out as far as its own parts allow
-/// (`Path.resolve()` without links).
-fn normalize(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out: Vec<Component> = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
-                out.pop();
-            }
-            Component::ParentDir if matches!(out.last(), Some(Component::RootDir | Component::Prefix(_))) => {}
-            c => out.push(c),
-        }
-    }
-    if out.is_empty() {
-        return PathBuf::from(".");
-    }
-    out.iter().collect()
-}
-
-/// The splits (`train`, `val`, `test`, `minival`) of an ultralytics dataset
-/// YAML, resolved as `check_det_dataset` resolves them: against `path`
-/// (else the YAML's folder), a missing `../x` tried as `x`; each a folder or
-/// an image list (`BaseDataset.get_img_files`: one path a line, `./` from
-/// the list's folder, other relative ones from the working directory).
-pub fn splits(yaml: &Path) -> Result<Vec<Split>, String> {
-    let text = std::fs::read_to_string(yaml).map_err(|e| e.to_string())?;
-    let data: serde_json::Value = serde_saphyr::from_str(&text).map_err(|e| format!("not a YOLO dataset YAML: {e}"))?;
-    let truthy = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => false,
-        serde_json::Value::Bool(b) => *b,
-        serde_json::Value::String(s) => !s.is_empty(),
-        serde_json::Value::Array(a) => !a.is_empty(),
-        serde_json::Value::Object(o) => !o.is_empty(),
-        serde_json::Value::Number(n) => n.as_f64() != Some(0.0),
-    };
-    let root = match data.get("path").filter(|v| truthy(v)) {
-        Some(serde_json::Value::String(p)) => {
-            let p = PathBuf::from(p);
-            if !p.exists() && !p.is_absolute() {
-                return Err(format!(
-                    "`path: {}` does not exist here (ultralytics would look for it in its datasets_dir setting)",
-                    p.display()
-                ));
-            }
-            p
-        }
-        Some(v) => return Err(format!("`path: {v}` is not a folder name")),
-        None => yaml.parent().map(Path::to_path_buf).unwrap_or_default(),
-    };
-    let mut out = Vec::new();
-    for key in ["train", "val", "test", "minival"] {
-        let Some(v) = data.get(key).filter(|v| truthy(v)) else {
-            continue;
-        };
-        let entries: Vec<PathBuf> = match v {
-            serde_json::Value::String(x) => {
-                let mut p = normalize(&root.join(x));
-                if !p.exists()
-                    && let Some(rest) = x.strip_prefix("../")
-                {
-                    p = normalize(&root.join(rest));
-                }
-                vec![p]
-            }
-            serde_json::Value::Array(xs) => xs
-                .iter()
-                .map(|x| match x {
-                    serde_json::Value::String(x) => Ok(normalize(&root.join(x))),
-                    x => Err(format!("`{key}` lists {x}, not a path")),
-                })
-                .collect::<Result<_, _>>()?,
-            v => return Err(format!("`{key}: {v}` is not a path or a list of paths")),
-        };
-        for p in entries {
-            if p.is_dir() {
-                out.push(Split { path: p, images: None });
-            } else if p.is_file() {
-                let images = image_list(&p)?;
-                out.push(Split {
-                    path: p,
-                    images: Some(images),
-                });
-            } else {
-                return Err(format!("`{key}`: {} does not exist", p.display()));
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err("no train, val or test split".into());
-    }
-    Ok(out)
-}
-
-/// The images of an image list file, as `get_img_files` reads it.
-fn image_list(list: &Path) -> Result<Vec<PathBuf>, String> {
-    let bytes = std::fs::read(list).map_err(|e| format!("{}: {e}", list.display()))?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| format!("{}: not UTF-8 ({e})", list.display()))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    // Python's `str(p.parent) + os.sep`: `./` for a list in the working directory.
-    let dir = list
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let parent = format!("{}/", dir.display());
-    Ok(python_lines(text.trim_matches(is_python_space))
-        .map(|x| match x.strip_prefix("./") {
-            Some(rest) => format!("{parent}{rest}"),
-            None => x.to_string(),
-        })
-        .filter(|x| {
-            x.rsplit_once('.')
-                .is_some_and(|(_, e)| IMAGE_EXTENSIONS.contains(&e.to_lowercase().as_str()))
-        })
-        .map(PathBuf::from)
-        .collect())
 }
 
 /// One line that holds a row.
@@ -280,14 +115,14 @@ fn parse(token: &str) -> Option<f32> {
 
 /// Python's `str.isspace()` (what `str.split()` and `str.strip()` use):
 /// Unicode white space and the separators U+001C..U+001F.
-fn is_python_space(c: char) -> bool {
+pub(crate) fn is_python_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// The lines of a label file as ultralytics gets them: `open()` in text
 /// mode turns `\r\n` and a lone `\r` into `\n`, and `str.splitlines()`
 /// also breaks at `\v`, `\f`, U+001C..U+001E, U+0085, U+2028 and U+2029.
-fn python_lines(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn python_lines(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = Some(text);
     std::iter::from_fn(move || {
         let t = rest?;
@@ -703,69 +538,6 @@ print(json.dumps(out))
             assert_eq!(said, dups, "{case:?}: {notes:?}");
         }
         assert!(YoloSource::parse(b"\xff\xfe", None, None).is_err());
-    }
-
-    /// Image paths (absolute, as `check_det_dataset` resolves a dataset's
-    /// folders), mapped by ultralytics' own `img2label_paths` below.
-    const IMAGES: &[&str] = &[
-        "/d/images/train/a.jpg",
-        "/d/images/train/sub/images/b.png",
-        "/d/labels/run/images/c.JPG",
-        "/d/images/labels/d.jpeg",
-        "/d/Images/e.jpg",
-        "/d/flat/f.webp",
-        "/d/images/g.v1.tif",
-        "/d/images.old/h.bmp",
-        "/d/my_images/i.png",
-        "/images/j.png",
-        "/d/images/images/k.png",
-        "/d/imagesx/images/l.png",
-        "/d/images/train/m.tar.jpg",
-    ];
-
-    #[test]
-    fn label_paths_and_image_names_are_ultralytics_own() {
-        let script = concat!(
-            include_str!("../../../tests/oracles/ultralytics_labels.py"),
-            "\nimport json, sys\nprint(json.dumps([img2label_paths(json.load(sys.stdin)), sorted(IMG_FORMATS)]))\n"
-        );
-        use std::io::Write;
-        let mut child = std::process::Command::new(crate::source::test_python())
-            .args(["-c", script])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python");
-        let input = serde_json::to_vec(IMAGES).expect("json");
-        child.stdin.take().expect("stdin").write_all(&input).expect("write");
-        let out = child.wait_with_output().expect("python");
-        assert!(out.status.success());
-        let (labels, formats): (Vec<String>, Vec<String>) = serde_json::from_slice(&out.stdout).expect("labels");
-        for (image, want) in IMAGES.iter().zip(&labels) {
-            assert_eq!(label_path(Path::new(image)), PathBuf::from(want), "{image}");
-            // Relative paths (a PATH as typed) and URLs map the same way.
-            let relative = image.trim_start_matches('/');
-            assert_eq!(
-                label_path(Path::new(relative)),
-                PathBuf::from(want.trim_start_matches('/')),
-                "{image}"
-            );
-            let url = format!("s3://bkt{image}");
-            assert_eq!(
-                label_path(Path::new(&url)),
-                PathBuf::from(format!("s3://bkt{want}")),
-                "{url}"
-            );
-        }
-        let mut ours: Vec<&str> = IMAGE_EXTENSIONS.to_vec();
-        ours.sort_unstable();
-        assert_eq!(ours, formats);
-        assert!(is_image_name(Path::new("a.JPG")) && !is_image_name(Path::new("a.gif")));
-        // A bucket named `images` is no folder.
-        assert_eq!(
-            label_path(Path::new("s3://images/x.jpg")),
-            PathBuf::from("s3://images/x.txt")
-        );
     }
 
     #[test]

@@ -6,23 +6,20 @@
 //! does, and the order — byte-wise by that path — never depends on the file
 //! system.
 //!
-//! Shards (WebDataset `.tar`, TFRecord) a search finds are decided per
-//! format for the whole run, not file by file: a backup tar or an unrelated
-//! TFRecord beside the data should not become a missing-column error, but a
-//! shard whose first samples lack the schema's columns must not be skipped
-//! either (a loader reads it, and its later samples may hold labels out of
-//! range). So when any shard of a format has a column the schema names (the
-//! first sample of each is looked at, then, if none has one, every sample),
-//! every shard of that format the search found is read — one without such a
-//! column anywhere then fails as a table without it does, as `KeyError` in
-//! the user's loop would — and otherwise none is.
+//! Shards (WebDataset `.tar`, TFRecord) are kept or dropped per format for
+//! the whole run, not file by file: a stray tar beside the data must not
+//! become a missing-column error, and a shard whose first samples lack the
+//! schema's columns must not be skipped either
+//! (docs/src/sources/containers.md, "Directory search").
 
 use std::path::{Path, PathBuf};
 
 use rayon::slice::ParallelSliceMut;
 
+use super::yolo;
 use crate::error::Error;
 use crate::schema::Layout;
+use crate::source::formats::ipc::datasets;
 use crate::source::{Format, Hints};
 
 /// A data file to check.
@@ -94,7 +91,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     }
     let mut found = Found {
         columns: &hints.columns[..],
-        yolo: hints.layout == Some(Layout::Yolo),
+        yolo: (hints.layout == Some(Layout::Yolo)).then(yolo::Labels::default),
         arg: 0,
         files: Vec::new(),
         shards: Vec::new(),
@@ -103,10 +100,6 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         mappings: std::collections::BTreeMap::new(),
         caches: std::collections::BTreeMap::new(),
         refused: 0,
-        labels: Vec::new(),
-        wanted: std::collections::HashSet::new(),
-        searched: Vec::new(),
-        unlabelled: Vec::new(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
@@ -114,16 +107,16 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
     // `layout: yolo`: each search's `.txt` files, decided once every
     // search has met its images (so the PATHs' order never matters), and
     // per PATH what is said when none of its searches yields a label.
-    let mut pending: Vec<(Search, usize)> = Vec::new();
+    let mut pending: Vec<(yolo::Search, usize)> = Vec::new();
     let mut groups: Vec<(String, &str)> = Vec::new();
     for (i, arg) in args.iter().enumerate() {
         found.arg = i;
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
         let before = (found.files.len(), found.shards.len(), found.refused);
-        let empty = if found.yolo && is_dataset_yaml(arg) {
+        let empty = if found.yolo.is_some() && yolo::is_dataset_yaml(arg) {
             // ultralytics' dataset YAML: its splits' images, and their labels.
-            match super::super::formats::yolo::splits(arg) {
+            match yolo::splits(arg) {
                 Err(message) => found.errors.push(Error::Discover { path: shown, message }),
                 Ok(splits) => {
                     groups.push((shown, "no label file for any image of its train/val/test splits"));
@@ -179,7 +172,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
                 }
             }
         };
-        if found.yolo {
+        if found.yolo.is_some() {
             let search = found.search(arg.clone());
             groups.push((shown, empty));
             pending.push((search, groups.len() - 1));
@@ -218,7 +211,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
         mut errors,
         saved,
         mappings,
-        unlabelled,
+        yolo,
         ..
     } = found;
     let mut notes: Vec<(String, String)> = saved
@@ -266,24 +259,7 @@ pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
             ),
         ));
     }
-    notes.extend(unlabelled.into_iter().map(|(arg, skipped)| {
-        let names: Vec<String> = skipped
-            .iter()
-            .take(3)
-            .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
-            .collect();
-        (
-            arg,
-            format!(
-                "{} .txt file(s) skipped ({}{}): no image of the search has them as its label \
-                 (ultralytics reads labels/…/x.txt for images/…/x.jpg, and x.txt beside an image only \
-                 outside an images folder); name one on the command line to check it",
-                skipped.len(),
-                names.join(", "),
-                if skipped.len() > 3 { ", …" } else { "" }
-            ),
-        )
-    }));
+    notes.extend(yolo.into_iter().flat_map(yolo::Labels::notes));
     let kept = keep_shard_sets(shards, columns);
     for (i, shown, message) in shards_only {
         if !kept.iter().any(|(arg, _)| *arg == i) {
@@ -328,42 +304,16 @@ struct SavedFolder {
     skipped: usize,
 }
 
-/// The files the `state.json` of `dir` lists, when it is a `save_to_disk`
-/// folder.
-pub(crate) fn saved_files(dir: &Path) -> Option<Vec<String>> {
-    saved_folder(dir).map(|f| f.listed)
-}
-
-/// The `state.json` of `dir`, when it is a `save_to_disk` folder's (an
-/// object with a `_data_files` list of `{"filename": ...}`).
+/// The `state.json` of `dir`, when it is a `save_to_disk` folder's.
 fn saved_folder(dir: &Path) -> Option<SavedFolder> {
-    let input = crate::source::storage::Input::open(&dir.join("state.json")).ok()?;
-    if input.size() > 16 << 20 {
-        return None;
-    }
-    let text = input.bytes(0..input.size()).ok()?;
-    let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    let listed = doc
-        .get("_data_files")?
-        .as_array()?
-        .iter()
-        .map(|f| f.get("filename").and_then(|n| n.as_str()).map(str::to_string))
-        .collect::<Option<Vec<String>>>()?;
-    Some(SavedFolder { listed, skipped: 0 })
-}
-
-/// `layout: yolo`: one search's `.txt` files and the labels of the images
-/// it met, decided when every search is done.
-struct Search {
-    arg: PathBuf,
-    labels: Vec<PathBuf>,
-    searched: Vec<PathBuf>,
+    datasets::saved_files(dir).map(|listed| SavedFolder { listed, skipped: 0 })
 }
 
 /// What the searches of one run found.
 struct Found<'c> {
     columns: &'c [String],
-    yolo: bool,
+    /// `layout: yolo`: the label files the searches met.
+    yolo: Option<yolo::Labels>,
     /// The PATH argument being searched.
     arg: usize,
     files: Vec<DataFile>,
@@ -381,31 +331,14 @@ struct Found<'c> {
     caches: std::collections::BTreeMap<PathBuf, Vec<PathBuf>>,
     /// Cache folders refused so far (an error each).
     refused: usize,
-    /// `layout: yolo`: the `.txt` files of the current search, decided
-    /// when it ends ([`Found::decide_labels`]).
-    labels: Vec<PathBuf>,
-    /// `layout: yolo`: the label files of the images the searches met
-    /// ([`crate::source::formats::yolo::label_path`]).
-    wanted: std::collections::HashSet<PathBuf>,
-    /// `layout: yolo`: the label files of the images the current search met.
-    searched: Vec<PathBuf>,
-    /// `layout: yolo`: per PATH, the `.txt` files no image has.
-    unlabelled: Vec<(String, Vec<PathBuf>)>,
 }
 
 impl Found<'_> {
     /// A file a search came across: kept if a search picks it up, set aside
     /// if it is a shard.
     fn add(&mut self, p: PathBuf) {
-        if self.yolo {
-            if super::super::formats::yolo::is_label_name(&p) {
-                self.labels.push(p);
-            } else if super::super::formats::yolo::is_image_name(&p) {
-                let label = super::super::formats::yolo::label_path(&p);
-                if self.wanted.insert(label.clone()) {
-                    self.searched.push(label);
-                }
-            }
+        if let Some(labels) = self.yolo.as_mut() {
+            labels.add(p);
             return;
         }
         let Some(format) = Format::from_path(&p) else { return };
@@ -467,7 +400,7 @@ impl Found<'_> {
                                 },
                             ));
                     }
-                    if self.yolo {
+                    if self.yolo.is_some() {
                         self.add(PathBuf::from(u));
                         continue;
                     }
@@ -498,60 +431,17 @@ impl Found<'_> {
         }
     }
 
-    /// `layout: yolo`: keeps the `.txt` files a search found that are the
-    /// label of an image the searches met, or all of them when they met no
-    /// image (label files checked on their own). A `README.txt`,
-    /// `classes.txt` or image list beside a dataset, the label of a deleted
-    /// image, or a Darknet `.txt` left beside an image in an `images`
-    /// folder, is nothing ultralytics reads. The labels of the search's
-    /// images that lie outside it (`labels/` beside a searched `images/`)
-    /// are looked up and read too: ultralytics reads them.
-    fn decide_labels(&mut self, search: Search) {
-        let Search { arg, labels, searched } = search;
-        let shown = arg.to_string_lossy().into_owned();
-        let arg = &arg;
-        if self.wanted.is_empty() {
-            self.files.extend(labels.into_iter().map(DataFile::new));
-            return;
-        }
-        let met: std::collections::HashSet<&PathBuf> = labels.iter().collect();
-        // Labels a search of `arg` could not have met.
-        let remote = crate::source::storage::remote::is_url(arg);
-        let inside = |l: &Path| {
-            if remote {
-                let prefix = format!("{}/", shown.trim_end_matches('/'));
-                !shown.contains(['*', '?', '[']) && l.to_str().is_some_and(|u| u.starts_with(&prefix))
-            } else {
-                arg.is_dir() && l.starts_with(arg)
-            }
-        };
-        let outside: Vec<PathBuf> = searched
-            .into_iter()
-            .filter(|l| !met.contains(l) && !inside(l))
-            .collect();
-        let mut skipped = Vec::new();
-        for p in labels {
-            if self.wanted.contains(&p) {
-                self.files.push(DataFile::new(p));
-            } else {
-                skipped.push(p);
-            }
-        }
-        let (there, errors) = existing(outside, remote);
-        self.files.extend(there.into_iter().map(DataFile::new));
-        self.errors.extend(errors);
-        if !skipped.is_empty() {
-            self.unlabelled.push((shown, skipped));
-        }
+    /// `layout: yolo`: what the search of `arg` that just ended met, to be
+    /// decided once every search is done.
+    fn search(&mut self, arg: PathBuf) -> yolo::Search {
+        self.yolo.as_mut().map(|l| l.search(arg)).unwrap_or_default()
     }
 
-    /// The `.txt` files and image labels the search of `arg` that just
-    /// ended met, taken for [`Found::decide_labels`].
-    fn search(&mut self, arg: PathBuf) -> Search {
-        Search {
-            arg,
-            labels: std::mem::take(&mut self.labels),
-            searched: std::mem::take(&mut self.searched),
+    /// `layout: yolo`: the label files of a search that are read
+    /// ([`yolo::Labels::decide`]).
+    fn decide_labels(&mut self, search: yolo::Search) {
+        if let Some(labels) = self.yolo.as_mut() {
+            labels.decide(search, &mut self.files, &mut self.errors);
         }
     }
 
@@ -562,12 +452,7 @@ impl Found<'_> {
     /// object of a format not read from storage yet is kept, to be reported
     /// as that file's error.
     fn remote_searched(&self, url: &Path) -> bool {
-        match Format::from_path(url) {
-            None | Some(Format::Coco) => false,
-            Some(Format::TokenBin) => self.columns.iter().any(|c| c == crate::source::formats::tokens::TOKENS),
-            Some(Format::Image) => self.columns.iter().any(|c| c == crate::source::formats::image::PIXELS),
-            Some(_) => true,
-        }
+        Format::from_path(url).is_some_and(|f| f.listed(self.columns))
     }
 
     /// Whether a search should skip `p`: an `.arrow` file in a
@@ -587,7 +472,7 @@ impl Found<'_> {
         // A local `load_dataset` cache folder is decided as a whole.
         if !crate::source::storage::remote::is_url(p)
             && !self.columns.iter().any(|c| c == "indices")
-            && super::hfcache::is_cache_folder(dir)
+            && datasets::is_cache_folder(dir)
         {
             self.caches.entry(dir.to_path_buf()).or_default().push(p.to_path_buf());
             return true;
@@ -635,7 +520,7 @@ impl Found<'_> {
     /// training uses is in its code, not in the folder).
     fn decide_caches(&mut self) {
         for (dir, found) in std::mem::take(&mut self.caches) {
-            let Some(super::hfcache::Folder::Cache { mappings, tables }) = super::hfcache::folder(&dir) else {
+            let Some(datasets::Folder::Cache { mappings, tables }) = datasets::folder(&dir) else {
                 self.files.extend(found.into_iter().map(DataFile::new));
                 continue;
             };
@@ -655,7 +540,7 @@ impl Found<'_> {
             if mappings.len() > 1 || (mappings.len() == 1 && tables.len() != 1) {
                 self.refused += 1;
             }
-            match (&mappings[..], super::hfcache::cache_base(&tables)) {
+            match (&mappings[..], datasets::cache_base(&tables)) {
                 ([], _) => self.files.extend(found.into_iter().map(DataFile::new)),
                 ([m], Ok(_)) => self.files.push(DataFile::new(m.clone())),
                 ([m], Err(why)) => self.errors.push(refuse(format!(
@@ -710,44 +595,6 @@ impl Found<'_> {
             }
         }
     }
-}
-
-/// Whether `p` is a local `.yaml`/`.yml` file: with `layout: yolo`, an
-/// ultralytics dataset YAML.
-fn is_dataset_yaml(p: &Path) -> bool {
-    !crate::source::storage::remote::is_url(p)
-        && p.extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
-        && p.is_file()
-}
-
-/// Those of `paths` that exist as files: one listing per folder in storage
-/// (paths outside a search's listing), a `stat` each locally.
-fn existing(paths: Vec<PathBuf>, remote: bool) -> (Vec<PathBuf>, Vec<Error>) {
-    if !remote {
-        return (paths.into_iter().filter(|p| p.is_file()).collect(), Vec::new());
-    }
-    let mut by_dir: std::collections::BTreeMap<String, Vec<PathBuf>> = std::collections::BTreeMap::new();
-    for p in paths {
-        if let Some((dir, _)) = p.to_str().and_then(|u| u.rsplit_once('/')) {
-            by_dir.entry(format!("{dir}/")).or_default().push(p);
-        }
-    }
-    let (mut found, mut errors) = (Vec::new(), Vec::new());
-    for (dir, want) in by_dir {
-        match crate::source::storage::remote::list(&dir) {
-            Ok(listed) => {
-                let listed: std::collections::HashSet<String> = listed.into_iter().map(|(u, _)| u).collect();
-                found.extend(
-                    want.into_iter()
-                        .filter(|p| p.to_str().is_some_and(|u| listed.contains(u))),
-                );
-            }
-            Err(message) => errors.push(Error::Discover { path: dir, message }),
-        }
-    }
-    (found, errors)
 }
 
 /// The shards of each format, all kept when one of them has a column in

@@ -2,6 +2,5 @@
 //! the arguments and the schema's `dataset.files` expanded into data files.
 
 pub mod discover;
-pub mod hfcache;
 pub mod image_folder;
-pub mod propose;
+pub mod yolo;

@@ -43,6 +43,21 @@ use crate::source::read::{Batch, Source};
 use crate::source::storage::{Input, remote};
 
 pub use crate::schema::columns::PIXELS;
+use crate::source::format::Format;
+
+/// An image (`.png`, `.tif`, `.bmp`, `.gif`, `.pgm`, `.jpg`, `.webp`, ...):
+/// a segmentation mask, one row with column `pixels`. Searched for only
+/// when the schema has a `pixels` column.
+pub const FORMAT: Format = Format::new(
+    "image",
+    |n, _| n.ext.is_some_and(is_image_name),
+    |path, o| Ok(Box::new(ImageSource::open(path, o.len))),
+)
+.searched_when(|_, columns| wants_pixels(columns), wants_pixels);
+
+fn wants_pixels(columns: &[String]) -> bool {
+    columns.iter().any(|c| c == PIXELS)
+}
 
 /// Field metadata key marking a binary column as a whole image file, which
 /// the pixel transform decodes even when the schema sets no `decode`.

@@ -19,10 +19,24 @@ use arrow::ipc::reader::read_footer_length;
 use arrow::ipc::{Message, root_as_footer, root_as_message};
 
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage::Input;
 use message::{Decoder, next_message};
 
+/// Arrow IPC, file or stream (decided by content). A `datasets` index
+/// mapping is read as the dataset it maps ([`datasets::MappedSource`]).
+pub const FORMAT: Format = Format::new(
+    "ipc",
+    |n, _| matches!(n.ext, Some("arrow" | "feather" | "ipc" | "arrows")),
+    |path, o| match datasets::is_mapping(path, &o.hints.columns) {
+        true => Ok(Box::new(datasets::MappedSource::open(path)?)),
+        false => Ok(Box::new(IpcSource::open(path)?)),
+    },
+)
+.sniffed(|head| head.starts_with(b"ARROW1") || head.starts_with(&[0xff; 4]));
+
+pub mod datasets;
 mod endian;
 pub(crate) mod message;
 

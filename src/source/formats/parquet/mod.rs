@@ -48,6 +48,7 @@ use parquet::file::statistics::Statistics;
 
 use crate::error::ReadError;
 use crate::proof::{Judge, UnitStats};
+use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, JudgedSink, Source};
 use crate::source::storage::remote::Object;
 use crate::source::storage::{Blob, Fetched};
@@ -56,6 +57,21 @@ use pages::PageWalker;
 use patched::Patched;
 use shape::ShapeReader;
 use values::{Plan, ValueReader};
+
+/// Apache Parquet: `.parquet`, or a file starting `PAR1`. From storage it
+/// opens by its footer alone.
+pub const FORMAT: Format = Format::new(
+    "parquet",
+    |n, _| n.ext == Some("parquet"),
+    |path, o| {
+        Ok(Box::new(match o.remote {
+            true => ParquetSource::open_remote(path)?,
+            false => ParquetSource::open(path)?,
+        }))
+    },
+)
+.sniffed(|head| head.starts_with(b"PAR1"))
+.footer_opens();
 
 /// Rows per decoded batch. Small batches keep the decoder's buffers in
 /// cache (measured on 3M rows of token lists: 1K rows a batch took 2.1 s and

@@ -39,9 +39,22 @@ use prost::Message;
 use self::framing::{MapRecords, StreamRecords};
 use self::proto::{EntryRaw, ExampleRaw, Feature, FeatureKind, Kind, KindOnly, SequenceProbe};
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
+
+/// A TFRecord file of `tf.train.Example` records (`.tfrecord`,
+/// `.tfrecords`, `.gz` of them, or TF-slim's `train-00000-of-01024` known
+/// by its framing). A search keeps its files when one has a feature the
+/// schema names.
+pub const FORMAT: Format = Format::new(
+    "tfrecord",
+    |n, _| matches!(n.ext, Some("tfrecord" | "tfrecords")),
+    |path, _| Ok(Box::new(TfRecordSource::open(path)?)),
+)
+.sniffed(looks_like)
+.shards(provides_any);
 
 /// An uncompressed file is split into units of about this many bytes.
 const UNIT_BYTES: usize = 16 << 20;

@@ -8,10 +8,37 @@ pub mod stream;
 use std::path::Path;
 
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::Source;
 use crate::source::storage;
 pub use megatron::MegatronSource;
 pub use stream::{TOKENS, TokenDtype, TokenStreamSource, is_raw};
+
+/// A `.bin` of token ids: a Megatron-LM dataset (an `.idx` beside it), an
+/// llm.c / modded-nanogpt shard (its header) or a raw nanoGPT stream
+/// (`dtype:` from the schema). Searched for only when the schema has a
+/// `tokens` column, and never inside an MDS or LitData dataset (a folder
+/// with an `index.json`, whose reader owns its files).
+pub const FORMAT: Format = Format::new(
+    "tokens",
+    |n, _| n.ext == Some("bin"),
+    |path, o| {
+        let tokens = o.hints.column(TOKENS);
+        open(path, o.hints.dtype(TOKENS), tokens.and_then(|c| c.eod_id))
+    },
+)
+.searched_when(
+    |path, columns| wants_tokens(columns) && !path.parent().is_some_and(|d| d.join("index.json").is_file()),
+    wants_tokens,
+)
+.with_companion(
+    "idx",
+    "a Megatron-LM index: name the dataset by its .bin (the pair is one file in reports)",
+);
+
+fn wants_tokens(columns: &[String]) -> bool {
+    columns.iter().any(|c| c == TOKENS)
+}
 
 /// Opens a `.bin` token file: a Megatron-LM dataset when an `.idx` lies
 /// beside it, else an llm.c shard or a raw stream. `dtype` is the schema's

@@ -50,8 +50,20 @@ use arrow::datatypes::{Field, Schema};
 use self::names::PyInt;
 use self::tarwalk::{Flow, Member};
 use crate::error::ReadError;
+use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage::{Input, PosReader, remote};
+
+/// A WebDataset tar shard (`.tar`, `.tar.gz`, `.tgz`; compression by
+/// content). A search keeps its shards when one has a member the schema
+/// names.
+pub const FORMAT: Format = Format::new(
+    "webdataset",
+    |n, _| matches!(n.ext, Some("tar" | "tgz")),
+    |path, _| Ok(Box::new(WdsSource::open(path)?)),
+)
+.sniffed(|head| head.get(257..262) == Some(b"ustar"))
+.shards(provides_any);
 
 /// Largest member whose data is read (an image, a label): a header claiming
 /// more is the file's error rather than an allocation.

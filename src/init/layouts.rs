@@ -10,14 +10,14 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use super::image_folder;
 use crate::source::formats::coco::{CocoSource, is_coco};
 use crate::source::formats::yolo::is_label_name;
+use crate::source::layouts::image_folder;
 
 /// The proposed schema when every PATH is an image folder, a YOLO label
 /// tree or COCO files, with the paths its `dataset.files` lists (the COCO
 /// files; else the PATHs); `None` when they are not (init profiles tables).
-pub fn propose(paths: &[PathBuf], schema_dir: &Path) -> Option<Result<(String, Vec<PathBuf>), String>> {
+pub(crate) fn propose(paths: &[PathBuf], schema_dir: &Path) -> Option<Result<(String, Vec<PathBuf>), String>> {
     if paths.is_empty() {
         return None;
     }

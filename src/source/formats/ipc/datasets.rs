@@ -21,9 +21,9 @@ use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, ArrayRef, RecordBatch, UInt64Array};
 
+use super::{IpcSource, is_datasets_indices};
 use crate::check::tally::Origin;
 use crate::error::ReadError;
-use crate::source::formats::ipc::{IpcSource, is_datasets_indices};
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 
 /// How a folder holds a `datasets` dataset.
@@ -58,9 +58,25 @@ pub(crate) fn is_mapping(path: &Path, columns: &[String]) -> bool {
         && is_datasets_indices(path)
 }
 
+/// The files the `state.json` of `dir` lists, when it is a `save_to_disk`
+/// folder (an object with a `_data_files` list of `{"filename": ...}`).
+pub(crate) fn saved_files(dir: &Path) -> Option<Vec<String>> {
+    let input = crate::source::storage::Input::open(&dir.join("state.json")).ok()?;
+    if input.size() > 16 << 20 {
+        return None;
+    }
+    let text = input.bytes(0..input.size()).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    doc.get("_data_files")?
+        .as_array()?
+        .iter()
+        .map(|f| f.get("filename").and_then(|n| n.as_str()).map(str::to_string))
+        .collect()
+}
+
 /// What `dir` holds, when it is a local `datasets` folder.
 pub(crate) fn folder(dir: &Path) -> Option<Folder> {
-    let saved = super::discover::saved_files(dir);
+    let saved = saved_files(dir);
     if saved.is_none() && !is_cache_folder(dir) {
         return None;
     }
