@@ -18,7 +18,7 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Int64Type};
 
 use crate::error::ReadError;
-use crate::source::formats::tokens::{self as tokenbin, TokenDtype};
+use crate::source::formats::tokens::{self as tokenbin, Dtype};
 use crate::source::read::Source;
 
 /// End- or start-of-document ids of common tokenizers, with their names:
@@ -45,7 +45,7 @@ pub(super) struct TokenStats {
     /// Tokens looked at.
     seen: u64,
     /// The dtype guessed for the first raw stream, and from what.
-    raw_dtype: Option<(TokenDtype, String)>,
+    raw_dtype: Option<(Dtype, String)>,
     /// Raw streams whose guessed dtype differs from the first's.
     disagree: Vec<String>,
 }
@@ -147,10 +147,10 @@ impl TokenStats {
 }
 
 /// The dtype of a raw stream, and why.
-fn guess(path: &Path, vocab: Option<i128>) -> Result<(TokenDtype, String), ReadError> {
+fn guess(path: &Path, vocab: Option<i128>) -> Result<(Dtype, String), ReadError> {
     let size = std::fs::metadata(path)?.len();
     if let Some(v) = vocab {
-        let dtype = if v <= 1 << 16 { TokenDtype::U16 } else { TokenDtype::U32 };
+        let dtype = if v <= 1 << 16 { Dtype::U16 } else { Dtype::U32 };
         return Ok((
             dtype,
             format!("the model's vocab_size {v} fits {} (as nanoGPT chooses)", dtype.name()),
@@ -164,12 +164,12 @@ fn guess(path: &Path, vocab: Option<i128>) -> Result<(TokenDtype, String), ReadE
     let low_varied = pairs.iter().filter(|p| u16::from_le_bytes([p[0], p[1]]) > 1).count();
     if size.is_multiple_of(4) && pairs.len() >= 16 && high_small == pairs.len() && low_varied * 2 > pairs.len() {
         Ok((
-            TokenDtype::U32,
+            Dtype::U32,
             "guessed from the bytes (every second uint16 is 0 or 1: uint32 ids): check it".into(),
         ))
     } else {
         Ok((
-            TokenDtype::U16,
+            Dtype::U16,
             "guessed (nanoGPT writes uint16; the bytes do not look like uint32): check it".into(),
         ))
     }

@@ -40,8 +40,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::dtype::Dtype;
 use super::ipc;
-use super::shardcol::{self, Col, Elem};
+use super::shardcol::{self, Col};
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::{Batch, Source};
@@ -55,7 +56,7 @@ pub const FORMAT: Format = Format::new(
     |n, _| is_chunk_name(n.name) && n.path.parent().is_some_and(|d| storage::exists(&d.join("index.json"))),
     |path, o| {
         Ok(Box::new(LitDataSource::open_with(path, &|c| {
-            o.hints.dtype(c).and_then(Elem::from_name)
+            o.hints.dtype(c).and_then(Dtype::from_name)
         })?))
     },
 );
@@ -78,7 +79,7 @@ enum Leaf {
     Str,
     Bytes,
     /// 1-D array, dtype in the format string, no header.
-    Raw(Elem),
+    Raw(Dtype),
     /// `numpy`: LE u32 dtype index, ndim, dims, values.
     Numpy,
     /// `tensor`: BE u32 dtype index, rank, dims, values (LE).
@@ -90,44 +91,44 @@ enum Leaf {
 }
 
 /// `_NUMPY_DTYPES_MAPPING` index -> dtype.
-fn numpy_dtype(i: u32) -> Option<Elem> {
+fn numpy_dtype(i: u32) -> Option<Dtype> {
     Some(match i {
-        0 => Elem::I8,
-        1 => Elem::I16,
-        2 => Elem::I32,
-        3 => Elem::I64,
-        4 => Elem::U8,
-        5 => Elem::U16,
-        6 => Elem::U32,
-        7 => Elem::U64,
-        8 => Elem::F16,
-        9 => Elem::F32,
-        10 => Elem::F64,
-        13 => Elem::Bool,
+        0 => Dtype::I8,
+        1 => Dtype::I16,
+        2 => Dtype::I32,
+        3 => Dtype::I64,
+        4 => Dtype::U8,
+        5 => Dtype::U16,
+        6 => Dtype::U32,
+        7 => Dtype::U64,
+        8 => Dtype::F16,
+        9 => Dtype::F32,
+        10 => Dtype::F64,
+        13 => Dtype::Bool,
         _ => return None,
     })
 }
 
 /// `_TORCH_DTYPES_MAPPING` index -> dtype (both aliases of each).
-fn torch_dtype(i: u32) -> Option<Elem> {
+fn torch_dtype(i: u32) -> Option<Dtype> {
     Some(match i {
-        0 | 1 => Elem::F32,
-        2 | 3 => Elem::F64,
-        8 | 9 => Elem::F16,
-        11 => Elem::U8,
-        12 => Elem::I8,
-        13 | 14 => Elem::I16,
-        15 | 16 => Elem::I32,
-        17 | 18 => Elem::I64,
-        19 => Elem::Bool,
-        20 => Elem::U16,
+        0 | 1 => Dtype::F32,
+        2 | 3 => Dtype::F64,
+        8 | 9 => Dtype::F16,
+        11 => Dtype::U8,
+        12 => Dtype::I8,
+        13 | 14 => Dtype::I16,
+        15 | 16 => Dtype::I32,
+        17 | 18 => Dtype::I64,
+        19 => Dtype::Bool,
+        20 => Dtype::U16,
         _ => return None,
     })
 }
 
 impl Leaf {
     fn parse(s: &str) -> Leaf {
-        let raw = |prefix: &str, table: fn(u32) -> Option<Elem>| {
+        let raw = |prefix: &str, table: fn(u32) -> Option<Dtype>| {
             s.strip_prefix(prefix)
                 .and_then(|k| k.parse().ok())
                 .and_then(table)
@@ -268,7 +269,7 @@ enum Items {
     /// PyTree items, one leaf per column.
     Tree(Vec<Leaf>),
     /// Headerless token arrays of one dtype.
-    Tokens(Elem),
+    Tokens(Dtype),
 }
 
 /// One LitData chunk.
@@ -277,7 +278,7 @@ pub struct LitDataSource {
     columns: Vec<String>,
     items: Items,
     /// The schema's `dtype:` for each column (for `bytes` leaves).
-    dtypes: Vec<Option<Elem>>,
+    dtypes: Vec<Option<Dtype>>,
     /// Items per `index.json`.
     count: u64,
     /// Bytes per `index.json` (uncompressed for whole-chunk zstd).
@@ -482,7 +483,7 @@ impl LitDataSource {
     /// Opens a chunk, `dtype_of(column)` giving the schema's `dtype:`.
     /// Checks its entry in the `index.json` beside it; items are checked
     /// when read.
-    pub(crate) fn open_with(path: &Path, dtype_of: &dyn Fn(&str) -> Option<Elem>) -> Result<Self, ReadError> {
+    pub(crate) fn open_with(path: &Path, dtype_of: &dyn Fn(&str) -> Option<Dtype>) -> Result<Self, ReadError> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -626,9 +627,9 @@ impl LitDataSource {
         };
         // A schema `dtype:` must agree with a type the chunk records.
         let stored = match leaf {
-            Leaf::Int => Some(Elem::I64),
-            Leaf::Float => Some(Elem::F64),
-            Leaf::Bool => Some(Elem::Bool),
+            Leaf::Int => Some(Dtype::I64),
+            Leaf::Float => Some(Dtype::F64),
+            Leaf::Bool => Some(Dtype::Bool),
             Leaf::Raw(e) => Some(*e),
             _ => None,
         };
@@ -642,9 +643,9 @@ impl LitDataSource {
             )));
         }
         Ok(match leaf {
-            Leaf::Int => Col::scalar(Elem::I64),
-            Leaf::Float => Col::scalar(Elem::F64),
-            Leaf::Bool => Col::scalar(Elem::Bool),
+            Leaf::Int => Col::scalar(Dtype::I64),
+            Leaf::Float => Col::scalar(Dtype::F64),
+            Leaf::Bool => Col::scalar(Dtype::Bool),
             Leaf::Str => Col::string(),
             Leaf::Raw(e) => Col::list(Some(*e)),
             // Per-item dtypes: each must be the schema's, when it says one.
@@ -765,7 +766,7 @@ impl LitDataSource {
 }
 
 /// A `numpy` (LE header) or `tensor` (BE header) leaf: dtype and values.
-fn shaped(b: &[u8], big_endian: bool) -> Result<(Elem, &[u8]), String> {
+fn shaped(b: &[u8], big_endian: bool) -> Result<(Dtype, &[u8]), String> {
     let word = |at: usize| -> Result<u32, String> {
         let x = b.get(at..at + 4).ok_or("its header runs past the leaf")?;
         let x = [x[0], x[1], x[2], x[3]];
@@ -775,7 +776,7 @@ fn shaped(b: &[u8], big_endian: bool) -> Result<(Elem, &[u8]), String> {
             u32::from_le_bytes(x)
         })
     };
-    let (what, table): (&str, fn(u32) -> Option<Elem>) = if big_endian {
+    let (what, table): (&str, fn(u32) -> Option<Dtype>) = if big_endian {
         ("tensor", torch_dtype)
     } else {
         ("numpy", numpy_dtype)
@@ -814,10 +815,10 @@ fn json_leaf(b: &[u8], col: &mut Col) -> Result<(), String> {
     let body = &b[5..];
     let (elem, size) = match tag {
         0 => return json_text(&body[..n.min(body.len())], col),
-        1 if n == 0 => (Elem::I64, 8),
-        2 => (Elem::I64, 8),
-        3 => (Elem::F64, 8),
-        4 => (Elem::Bool, 1),
+        1 if n == 0 => (Dtype::I64, 8),
+        2 => (Dtype::I64, 8),
+        3 => (Dtype::F64, 8),
+        4 => (Dtype::Bool, 1),
         t => return Err(format!("json leaf: only lists of numbers are read (tag {t})")),
     };
     if n.checked_mul(size) != Some(body.len()) {
@@ -834,13 +835,13 @@ fn json_text(b: &[u8], col: &mut Col) -> Result<(), String> {
             .iter()
             .flat_map(|x| x.as_i64().unwrap_or(0).to_le_bytes())
             .collect();
-        col.push_list(Elem::I64, &bytes)
+        col.push_list(Dtype::I64, &bytes)
     } else if items.iter().all(|x| x.is_number()) {
         let bytes: Vec<u8> = items
             .iter()
             .flat_map(|x| x.as_f64().unwrap_or(0.0).to_le_bytes())
             .collect();
-        col.push_list(Elem::F64, &bytes)
+        col.push_list(Dtype::F64, &bytes)
     } else {
         Err("json leaf: only lists of numbers are read".into())
     }
@@ -1017,7 +1018,7 @@ mod tests {
         let mut t = vec![0, 0, 0, 18, 0, 0, 0, 1, 0, 0, 0, 2];
         t.extend_from_slice(&5i64.to_le_bytes());
         t.extend_from_slice(&6i64.to_le_bytes());
-        assert_eq!(shaped(&t, true).unwrap().0, Elem::I64);
+        assert_eq!(shaped(&t, true).unwrap().0, Dtype::I64);
         assert!(shaped(&t[..t.len() - 1], true).is_err());
         // numpy: a rank claiming 2^32-1 dims.
         let huge = [5, 0, 0, 0, 255, 255, 255, 255];

@@ -32,8 +32,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::Deserialize;
 
+use super::dtype::Dtype;
 use super::mdshash;
-use super::shardcol::{self, Col, Elem};
+use super::shardcol::{self, Col};
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::{Batch, Source};
@@ -47,7 +48,7 @@ pub const FORMAT: Format = Format::new(
     |n, _| is_shard_name(n.name),
     |path, o| {
         Ok(Box::new(MdsSource::open_with(path, &|c| {
-            o.hints.dtype(c).and_then(Elem::from_name)
+            o.hints.dtype(c).and_then(Dtype::from_name)
         })?))
     },
 )
@@ -60,10 +61,10 @@ const MAX_SHARD: u64 = u32::MAX as u64;
 #[derive(Debug, Clone, PartialEq)]
 enum Enc {
     /// One number (`int` is int64).
-    Scalar(Elem),
+    Scalar(Dtype),
     /// `ndarray`, its dtype and shape when the encoding string fixes them.
     NdArray {
-        dtype: Option<Elem>,
+        dtype: Option<Dtype>,
         shape: Option<Vec<u64>>,
     },
     /// `bytes`: no dtype stored.
@@ -86,7 +87,7 @@ enum Enc {
 impl Enc {
     fn parse(s: &str) -> Enc {
         match s {
-            "int" => return Enc::Scalar(Elem::I64),
+            "int" => return Enc::Scalar(Dtype::I64),
             "bytes" => return Enc::Bytes,
             "str" | "str_decimal" => return Enc::Text,
             "json" => return Enc::Json,
@@ -96,7 +97,7 @@ impl Enc {
             _ => {}
         }
         if s != "bool"
-            && let Some(e) = Elem::from_name(s)
+            && let Some(e) = Dtype::from_name(s)
         {
             return Enc::Scalar(e);
         }
@@ -106,8 +107,8 @@ impl Enc {
         }
         let dtype = match parts.next() {
             None => None,
-            Some(d) => match Elem::from_name(d) {
-                Some(e) if e != Elem::Bool => Some(e),
+            Some(d) => match Dtype::from_name(d) {
+                Some(e) if e != Dtype::Bool => Some(e),
                 _ => return Enc::Other(s.to_string()),
             },
         };
@@ -144,19 +145,19 @@ impl Enc {
 }
 
 /// The ndarray dtype codes (`_int2value_dtype` in `encodings.py`).
-fn dtype_code(code: u8) -> Option<Elem> {
+fn dtype_code(code: u8) -> Option<Dtype> {
     Some(match code {
-        8 => Elem::U8,
-        9 => Elem::I8,
-        16 => Elem::U16,
-        17 => Elem::I16,
-        18 => Elem::F16,
-        32 => Elem::U32,
-        33 => Elem::I32,
-        34 => Elem::F32,
-        64 => Elem::U64,
-        65 => Elem::I64,
-        66 => Elem::F64,
+        8 => Dtype::U8,
+        9 => Dtype::I8,
+        16 => Dtype::U16,
+        17 => Dtype::I16,
+        18 => Dtype::F16,
+        32 => Dtype::U32,
+        33 => Dtype::I32,
+        34 => Dtype::F32,
+        64 => Dtype::U64,
+        65 => Dtype::I64,
+        66 => Dtype::F64,
         _ => return None,
     })
 }
@@ -328,7 +329,7 @@ pub struct MdsSource {
     /// Fixed sizes (`column_sizes`), `None` for variable-size columns.
     sizes: Vec<Option<u64>>,
     /// The schema's `dtype:` for each column, where given.
-    dtypes: Vec<Option<Elem>>,
+    dtypes: Vec<Option<Dtype>>,
     /// Samples per `index.json`.
     samples: u64,
     /// Uncompressed shard size per `index.json`.
@@ -370,7 +371,7 @@ impl MdsSource {
     /// column (how a `bytes` column's tokens are stored). Checks the entry
     /// of `index.json` that names the file and the file's size; samples are
     /// checked when read.
-    pub(crate) fn open_with(path: &Path, dtype_of: &dyn Fn(&str) -> Option<Elem>) -> Result<Self, ReadError> {
+    pub(crate) fn open_with(path: &Path, dtype_of: &dyn Fn(&str) -> Option<Dtype>) -> Result<Self, ReadError> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -569,8 +570,8 @@ impl MdsSource {
             }
             (Enc::Text, _) => Col::string(),
             (Enc::Json, _) => Col::list(None),
-            (Enc::StrInt, _) => Col::scalar(Elem::I64),
-            (Enc::StrFloat, _) => Col::scalar(Elem::F64),
+            (Enc::StrInt, _) => Col::scalar(Dtype::I64),
+            (Enc::StrFloat, _) => Col::scalar(Dtype::F64),
             (Enc::Pickle, _) => {
                 return Err(refuse(
                     "MDS encoding `pkl` is a Python pickle, which preflight never loads (unpickling runs \
@@ -631,13 +632,13 @@ fn json_list(b: &[u8], col: &mut Col) -> Result<(), String> {
             .iter()
             .flat_map(|x| x.as_i64().unwrap_or(0).to_le_bytes())
             .collect();
-        col.push_list(Elem::I64, &bytes)
+        col.push_list(Dtype::I64, &bytes)
     } else if items.iter().all(|x| x.is_i64() || x.is_f64()) {
         let bytes: Vec<u8> = items
             .iter()
             .flat_map(|x| x.as_f64().unwrap_or(0.0).to_le_bytes())
             .collect();
-        col.push_list(Elem::F64, &bytes)
+        col.push_list(Dtype::F64, &bytes)
     } else {
         Err(
             "json: only lists of numbers are read (an integer beyond int64, a string, null or a nested \
@@ -648,7 +649,7 @@ fn json_list(b: &[u8], col: &mut Col) -> Result<(), String> {
 }
 
 /// An `ndarray` sample: its dtype and value bytes, checked against its shape.
-fn ndarray<'a>(b: &'a [u8], dtype: Option<Elem>, shape: Option<&[u64]>) -> Result<(Elem, &'a [u8]), String> {
+fn ndarray<'a>(b: &'a [u8], dtype: Option<Dtype>, shape: Option<&[u64]>) -> Result<(Dtype, &'a [u8]), String> {
     let mut p = 0usize;
     let elem = match dtype {
         Some(e) => e,
@@ -903,8 +904,8 @@ mod tests {
 
     #[test]
     fn encodings_parse() {
-        assert_eq!(Enc::parse("int"), Enc::Scalar(Elem::I64));
-        assert_eq!(Enc::parse("uint16"), Enc::Scalar(Elem::U16));
+        assert_eq!(Enc::parse("int"), Enc::Scalar(Dtype::I64));
+        assert_eq!(Enc::parse("uint16"), Enc::Scalar(Dtype::U16));
         assert_eq!(
             Enc::parse("ndarray"),
             Enc::NdArray {
@@ -915,7 +916,7 @@ mod tests {
         assert_eq!(
             Enc::parse("ndarray:int32:2,3"),
             Enc::NdArray {
-                dtype: Some(Elem::I32),
+                dtype: Some(Dtype::I32),
                 shape: Some(vec![2, 3])
             }
         );
@@ -934,7 +935,7 @@ mod tests {
     fn ndarray_prefixes() {
         // u16 dtype code, ndim 1 with u8 dims, 2 values.
         let b = [16, 0b100, 2, 1, 0, 2, 0];
-        assert_eq!(ndarray(&b, None, None).unwrap(), (Elem::U16, &b[3..]));
+        assert_eq!(ndarray(&b, None, None).unwrap(), (Dtype::U16, &b[3..]));
         assert!(ndarray(&b[..6], None, None).is_err());
         assert!(ndarray(&[99, 4, 1, 0], None, None).is_err());
         // ndim 2, u64 dims claiming 2^62 x 2^62: an overflow, not a panic.
@@ -942,10 +943,10 @@ mod tests {
         huge.extend_from_slice(&(1u64 << 62).to_le_bytes());
         huge.extend_from_slice(&(1u64 << 62).to_le_bytes());
         assert!(ndarray(&huge, None, None).is_err());
-        assert!(ndarray(&[1, 2, 3, 4], Some(Elem::I32), Some(&[1])).is_ok());
-        assert!(ndarray(&[1, 2, 3], Some(Elem::I32), Some(&[1])).is_err());
+        assert!(ndarray(&[1, 2, 3, 4], Some(Dtype::I32), Some(&[1])).is_ok());
+        assert!(ndarray(&[1, 2, 3], Some(Dtype::I32), Some(&[1])).is_err());
         // A fixed shape whose product overflows even u128.
-        assert!(ndarray(&[1], Some(Elem::I8), Some(&[u64::MAX, u64::MAX, u64::MAX])).is_err());
+        assert!(ndarray(&[1], Some(Dtype::I8), Some(&[u64::MAX, u64::MAX, u64::MAX])).is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod coco;
 pub mod csv;
+pub mod dtype;
 pub mod image;
 pub mod ipc;
 pub mod jsonl;

@@ -12,15 +12,11 @@ use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{
-    ArrayRef, BooleanArray, LargeListArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringBuilder,
-};
-use arrow::buffer::{Buffer, MutableBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Field, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
-    Int64Type, Schema, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
-};
+use arrow::array::{ArrayRef, LargeListArray, RecordBatch, RecordBatchOptions, StringBuilder};
+use arrow::buffer::{OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{Field, Schema};
 
+use super::dtype::Dtype;
 use crate::source::storage;
 
 use crate::source::read::{BATCH_ROWS, Batch};
@@ -30,184 +26,32 @@ use crate::error::ReadError;
 /// Most sample bytes gathered into one batch (at least one sample).
 pub(crate) const BATCH_BYTES: usize = 32 << 20;
 
-/// A numeric element type, as NumPy names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Elem {
-    Bool,
-    U8,
-    I8,
-    U16,
-    I16,
-    U32,
-    I32,
-    U64,
-    I64,
-    F16,
-    F32,
-    F64,
-}
-
-impl Elem {
-    /// Bytes per element.
-    pub(crate) fn size(self) -> usize {
-        match self {
-            Elem::Bool | Elem::U8 | Elem::I8 => 1,
-            Elem::U16 | Elem::I16 | Elem::F16 => 2,
-            Elem::U32 | Elem::I32 | Elem::F32 => 4,
-            Elem::U64 | Elem::I64 | Elem::F64 => 8,
-        }
-    }
-
-    /// NumPy's name (`uint16`).
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Elem::Bool => "bool",
-            Elem::U8 => "uint8",
-            Elem::I8 => "int8",
-            Elem::U16 => "uint16",
-            Elem::I16 => "int16",
-            Elem::U32 => "uint32",
-            Elem::I32 => "int32",
-            Elem::U64 => "uint64",
-            Elem::I64 => "int64",
-            Elem::F16 => "float16",
-            Elem::F32 => "float32",
-            Elem::F64 => "float64",
-        }
-    }
-
-    /// The element type NumPy calls `name` (`uint16`, `int32`, ...).
-    pub(crate) fn from_name(name: &str) -> Option<Elem> {
-        Some(match name {
-            "bool" => Elem::Bool,
-            "uint8" => Elem::U8,
-            "int8" => Elem::I8,
-            "uint16" => Elem::U16,
-            "int16" => Elem::I16,
-            "uint32" => Elem::U32,
-            "int32" => Elem::I32,
-            "uint64" => Elem::U64,
-            "int64" => Elem::I64,
-            "float16" => Elem::F16,
-            "float32" => Elem::F32,
-            "float64" => Elem::F64,
-            _ => return None,
-        })
-    }
-
-    fn is_float(self) -> bool {
-        matches!(self, Elem::F16 | Elem::F32 | Elem::F64)
-    }
-
-    fn is_signed(self) -> bool {
-        matches!(self, Elem::I8 | Elem::I16 | Elem::I32 | Elem::I64)
-    }
-
-    pub(crate) fn arrow(self) -> DataType {
-        match self {
-            Elem::Bool => DataType::Boolean,
-            Elem::U8 => DataType::UInt8,
-            Elem::I8 => DataType::Int8,
-            Elem::U16 => DataType::UInt16,
-            Elem::I16 => DataType::Int16,
-            Elem::U32 => DataType::UInt32,
-            Elem::I32 => DataType::Int32,
-            Elem::U64 => DataType::UInt64,
-            Elem::I64 => DataType::Int64,
-            Elem::F16 => DataType::Float16,
-            Elem::F32 => DataType::Float32,
-            Elem::F64 => DataType::Float64,
-        }
-    }
-
-    /// Element `i` of little-endian `bytes` as an integer (floats: None).
-    fn int_at(self, b: &[u8], i: usize) -> Option<i128> {
-        let s = self.size();
-        let x = &b[i * s..(i + 1) * s];
-        Some(match self {
-            Elem::Bool | Elem::U8 => x[0] as i128,
-            Elem::I8 => x[0] as i8 as i128,
-            Elem::U16 => u16::from_le_bytes([x[0], x[1]]) as i128,
-            Elem::I16 => i16::from_le_bytes([x[0], x[1]]) as i128,
-            Elem::U32 => u32::from_le_bytes(x.try_into().ok()?) as i128,
-            Elem::I32 => i32::from_le_bytes(x.try_into().ok()?) as i128,
-            Elem::U64 => u64::from_le_bytes(x.try_into().ok()?) as i128,
-            Elem::I64 => i64::from_le_bytes(x.try_into().ok()?) as i128,
-            Elem::F16 | Elem::F32 | Elem::F64 => return None,
-        })
-    }
-
-    /// Element `i` of little-endian `bytes` as a float.
-    fn f64_at(self, b: &[u8], i: usize) -> f64 {
-        let s = self.size();
-        let x = &b[i * s..(i + 1) * s];
-        match self {
-            Elem::F16 => {
-                <Float16Type as ArrowPrimitiveType>::Native::from_bits(u16::from_le_bytes([x[0], x[1]])).to_f64()
-            }
-            Elem::F32 => f32::from_le_bytes([x[0], x[1], x[2], x[3]]) as f64,
-            Elem::F64 => f64::from_le_bytes([x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]]),
-            _ => self.int_at(b, i).unwrap_or(0) as f64,
-        }
-    }
-}
-
-/// An Arrow array of the little-endian values in `bytes` (a whole number of
-/// elements).
-pub(crate) fn values(elem: Elem, bytes: &[u8]) -> ArrayRef {
-    fn mk<T: ArrowPrimitiveType>(bytes: &[u8]) -> ArrayRef {
-        let size = std::mem::size_of::<T::Native>();
-        let mut buf = MutableBuffer::from_len_zeroed(0);
-        buf.extend_from_slice(bytes);
-        if cfg!(target_endian = "big") {
-            buf.as_slice_mut().chunks_exact_mut(size).for_each(|c| c.reverse());
-        }
-        let n = bytes.len() / size;
-        let buf: Buffer = buf.into();
-        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::new(buf, 0, n), None))
-    }
-    match elem {
-        Elem::Bool => Arc::new(BooleanArray::from_iter(bytes.iter().map(|&b| Some(b != 0)))),
-        Elem::U8 => mk::<UInt8Type>(bytes),
-        Elem::I8 => mk::<Int8Type>(bytes),
-        Elem::U16 => mk::<UInt16Type>(bytes),
-        Elem::I16 => mk::<Int16Type>(bytes),
-        Elem::U32 => mk::<UInt32Type>(bytes),
-        Elem::I32 => mk::<Int32Type>(bytes),
-        Elem::U64 => mk::<UInt64Type>(bytes),
-        Elem::I64 => mk::<Int64Type>(bytes),
-        Elem::F16 => mk::<Float16Type>(bytes),
-        Elem::F32 => mk::<Float32Type>(bytes),
-        Elem::F64 => mk::<Float64Type>(bytes),
-    }
-}
-
 /// The one type rows of differing dtypes are widened to.
-fn common(elems: &[Elem]) -> Elem {
+fn common(elems: &[Dtype]) -> Dtype {
     let first = elems[0];
     if elems.iter().all(|&e| e == first) {
         return first;
     }
-    let any_u64 = elems.contains(&Elem::U64);
+    let any_u64 = elems.contains(&Dtype::U64);
     if elems.iter().any(|e| e.is_float()) || (any_u64 && elems.iter().any(|e| e.is_signed())) {
-        Elem::F64
+        Dtype::F64
     } else if any_u64 {
-        Elem::U64
+        Dtype::U64
     } else {
-        Elem::I64
+        Dtype::I64
     }
 }
 
 /// Converts every row's values to `to` (a widening or F64).
-fn widen(rows: &[(Elem, usize, usize)], data: &[u8], to: Elem) -> Vec<u8> {
+fn widen(rows: &[(Dtype, usize, usize)], data: &[u8], to: Dtype) -> Vec<u8> {
     let total: usize = rows.iter().map(|&(e, a, b)| (b - a) / e.size()).sum();
     let mut out = Vec::with_capacity(total * to.size());
     for &(e, a, b) in rows {
         let part = &data[a..b];
         for i in 0..part.len() / e.size() {
             match to {
-                Elem::F64 => out.extend_from_slice(&e.f64_at(part, i).to_le_bytes()),
-                Elem::U64 => out.extend_from_slice(&(e.int_at(part, i).unwrap_or(0) as u64).to_le_bytes()),
+                Dtype::F64 => out.extend_from_slice(&e.f64_at(part, i).to_le_bytes()),
+                Dtype::U64 => out.extend_from_slice(&(e.int_at(part, i).unwrap_or(0) as u64).to_le_bytes()),
                 _ => out.extend_from_slice(&(e.int_at(part, i).unwrap_or(0) as i64).to_le_bytes()),
             }
         }
@@ -218,12 +62,12 @@ fn widen(rows: &[(Elem, usize, usize)], data: &[u8], to: Elem) -> Vec<u8> {
 /// One column being gathered for a batch.
 pub(crate) enum Col {
     /// One value a row, of a fixed type.
-    Scalar { elem: Elem, data: Vec<u8> },
+    Scalar { elem: Dtype, data: Vec<u8> },
     /// A list a row; `fixed` is the element type when every row must have it.
     List {
-        fixed: Option<Elem>,
+        fixed: Option<Dtype>,
         /// (dtype, start, end) of each row's bytes in `data`.
-        rows: Vec<(Elem, usize, usize)>,
+        rows: Vec<(Dtype, usize, usize)>,
         data: Vec<u8>,
     },
     /// A UTF-8 string a row.
@@ -231,11 +75,11 @@ pub(crate) enum Col {
 }
 
 impl Col {
-    pub(crate) fn scalar(elem: Elem) -> Col {
+    pub(crate) fn scalar(elem: Dtype) -> Col {
         Col::Scalar { elem, data: Vec::new() }
     }
 
-    pub(crate) fn list(fixed: Option<Elem>) -> Col {
+    pub(crate) fn list(fixed: Option<Dtype>) -> Col {
         Col::List {
             fixed,
             rows: Vec::new(),
@@ -272,7 +116,7 @@ impl Col {
     }
 
     /// Appends one list row of `elem` values (`bytes`, a whole number of them).
-    pub(crate) fn push_list(&mut self, elem: Elem, bytes: &[u8]) -> Result<(), String> {
+    pub(crate) fn push_list(&mut self, elem: Dtype, bytes: &[u8]) -> Result<(), String> {
         match self {
             Col::List { fixed, rows, data } => {
                 if let Some(f) = fixed
@@ -313,22 +157,22 @@ impl Col {
     pub(crate) fn finish(&mut self) -> ArrayRef {
         match self {
             Col::Scalar { elem, data } => {
-                let a = values(*elem, data);
+                let a = elem.values(data);
                 data.clear();
                 a
             }
             Col::Str(b) => Arc::new(b.finish()),
             Col::List { fixed, rows, data } => {
-                let elems: Vec<Elem> = rows.iter().map(|r| r.0).collect();
+                let elems: Vec<Dtype> = rows.iter().map(|r| r.0).collect();
                 let to = match (fixed, elems.is_empty()) {
                     (Some(f), _) => *f,
-                    (None, true) => Elem::I64,
+                    (None, true) => Dtype::I64,
                     (None, false) => common(&elems),
                 };
                 let values_array = if elems.iter().all(|&e| e == to) {
-                    values(to, data)
+                    to.values(data)
                 } else {
-                    values(to, &widen(rows, data, to))
+                    to.values(&widen(rows, data, to))
                 };
                 let mut offsets = Vec::with_capacity(rows.len() + 1);
                 offsets.push(0i64);
@@ -526,23 +370,24 @@ pub(crate) fn load_index<T: Any + Send + Sync>(
 mod tests {
     use super::*;
     use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt16Type};
 
     #[test]
     fn mixed_dtypes_widen_per_batch() {
         let mut c = Col::list(None);
-        c.push_list(Elem::U16, &[1, 0, 2, 0]).unwrap();
-        c.push_list(Elem::I32, &(-5i32).to_le_bytes()).unwrap();
+        c.push_list(Dtype::U16, &[1, 0, 2, 0]).unwrap();
+        c.push_list(Dtype::I32, &(-5i32).to_le_bytes()).unwrap();
         let a = c.finish();
         let l = a.as_list::<i64>();
         assert_eq!(l.value_type(), DataType::Int64);
         let v = l.values().as_primitive::<Int64Type>();
         assert_eq!(v.values().to_vec(), vec![1, 2, -5]);
-        c.push_list(Elem::U64, &u64::MAX.to_le_bytes()).unwrap();
-        c.push_list(Elem::U8, &[7]).unwrap();
+        c.push_list(Dtype::U64, &u64::MAX.to_le_bytes()).unwrap();
+        c.push_list(Dtype::U8, &[7]).unwrap();
         let a = c.finish();
         assert_eq!(a.as_list::<i64>().value_type(), DataType::UInt64);
-        c.push_list(Elem::U64, &1u64.to_le_bytes()).unwrap();
-        c.push_list(Elem::I8, &[0xff]).unwrap();
+        c.push_list(Dtype::U64, &1u64.to_le_bytes()).unwrap();
+        c.push_list(Dtype::I8, &[0xff]).unwrap();
         let a = c.finish();
         let v = a
             .as_list::<i64>()
@@ -556,10 +401,10 @@ mod tests {
 
     #[test]
     fn fixed_lists_refuse_other_dtypes_and_partial_elements() {
-        let mut c = Col::list(Some(Elem::I32));
-        assert!(c.push_list(Elem::U16, &[0, 0]).is_err());
-        assert!(c.push_list(Elem::I32, &[0, 0, 0]).is_err());
-        let mut s = Col::scalar(Elem::U16);
+        let mut c = Col::list(Some(Dtype::I32));
+        assert!(c.push_list(Dtype::U16, &[0, 0]).is_err());
+        assert!(c.push_list(Dtype::I32, &[0, 0, 0]).is_err());
+        let mut s = Col::scalar(Dtype::U16);
         assert!(s.push_scalar(&[1, 2, 3]).is_err());
         s.push_scalar(&[1, 2]).unwrap();
         assert_eq!(s.finish().as_primitive::<UInt16Type>().value(0), 0x0201);

@@ -37,8 +37,9 @@ use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field};
 use bytes::Bytes;
 
-use super::stream::{self as tokenbin, Region, TOKENS, TokenDtype, UNIT_TOKENS};
+use super::stream::{self as tokenbin, Region, TOKENS, UNIT_TOKENS};
 use crate::error::ReadError;
+use crate::source::formats::dtype::Dtype;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage;
 
@@ -50,16 +51,16 @@ const MAX_BATCH_ELEMS: u64 = 1 << 20;
 const MAX_UNIT_ROWS: u64 = 1 << 20;
 
 /// The dtype codes of megatron-core's `DType` enum.
-fn dtype_code(code: u8) -> Option<TokenDtype> {
+fn dtype_code(code: u8) -> Option<Dtype> {
     Some(match code {
-        1 => TokenDtype::U8,
-        2 => TokenDtype::I8,
-        3 => TokenDtype::I16,
-        4 => TokenDtype::I32,
-        5 => TokenDtype::I64,
-        6 => TokenDtype::F64,
-        7 => TokenDtype::F32,
-        8 => TokenDtype::U16,
+        1 => Dtype::U8,
+        2 => Dtype::I8,
+        3 => Dtype::I16,
+        4 => Dtype::I32,
+        5 => Dtype::I64,
+        6 => Dtype::F64,
+        7 => Dtype::F32,
+        8 => Dtype::U16,
         _ => return None,
     })
 }
@@ -75,7 +76,7 @@ pub struct MegatronSource {
     idx: Bytes,
     /// Sequences.
     n: u64,
-    dtype: TokenDtype,
+    dtype: Dtype,
     /// The `.bin`'s tokens.
     region: Region,
     /// First sequence of each unit, then `n`.
@@ -158,7 +159,7 @@ fn i32_at(b: &[u8], at: usize) -> i32 {
 
 /// Magic, version, dtype and the counts, with the index's size checked
 /// against them: (dtype, sequences, document indices).
-fn header(b: &[u8]) -> Result<(TokenDtype, u64, u64), ReadError> {
+fn header(b: &[u8]) -> Result<(Dtype, u64, u64), ReadError> {
     if b.starts_with(b"TNTIDX\0\0") {
         return Err(err(
             "a legacy fairseq/Megatron IndexedDataset index (TNTIDX), not an MMIDIDX index: \
@@ -210,7 +211,7 @@ fn header(b: &[u8]) -> Result<(TokenDtype, u64, u64), ReadError> {
 
 /// Checks lengths, pointers, the `.bin` size and the document indices;
 /// returns the units' first sequences (then `n`).
-fn check_index(b: &[u8], n: u64, d: u64, dtype: TokenDtype, bin_len: u64) -> Result<Vec<u64>, ReadError> {
+fn check_index(b: &[u8], n: u64, d: u64, dtype: Dtype, bin_len: u64) -> Result<Vec<u64>, ReadError> {
     // The size check in `header` guarantees every offset below is in bounds.
     let size = dtype.size() as u64;
     let lengths = HEADER as usize;
@@ -295,7 +296,7 @@ impl Source for MegatronSource {
     }
 
     fn stored_type(&self, _column: usize) -> Option<DataType> {
-        Some(self.dtype.arrow_type())
+        Some(self.dtype.arrow())
     }
 
     fn notes(&self) -> Vec<String> {
@@ -325,7 +326,7 @@ impl Source for MegatronSource {
         tokenbin::check_projection(projection, "a Megatron-LM dataset")?;
         let (start, end) = (self.unit_starts[unit], self.unit_starts[unit + 1]);
         let size = self.dtype.size() as u64;
-        let field = Arc::new(Field::new("item", self.dtype.arrow_type(), false));
+        let field = Arc::new(Field::new("item", self.dtype.arrow(), false));
         // The unit's tokens in memory: a view of the map, or one ranged read.
         let first = (self.pointer(start) / size) as usize;
         let last = if end < self.n {

@@ -7,12 +7,13 @@ pub mod stream;
 
 use std::path::Path;
 
+pub use super::dtype::Dtype;
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::Source;
 use crate::source::storage;
 pub use megatron::MegatronSource;
-pub use stream::{TOKENS, TokenDtype, TokenStreamSource, is_raw};
+pub use stream::{TOKENS, TokenStreamSource, is_raw};
 
 /// A `.bin` of token ids: a Megatron-LM dataset (an `.idx` beside it), an
 /// llm.c / modded-nanogpt shard (its header) or a raw nanoGPT stream

@@ -34,13 +34,14 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, PrimitiveArray, RecordBatch, RecordBatchOptions};
 use arrow::buffer::{Buffer, ScalarBuffer};
 use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Field, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, Schema,
-    SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    ArrowPrimitiveType, DataType, Field, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, Schema, SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use bytes::Bytes;
 use memmap2::Mmap;
 
 use crate::error::ReadError;
+use crate::source::formats::dtype::Dtype;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
@@ -54,92 +55,6 @@ pub(crate) const UNIT_TOKENS: u64 = 4 << 20;
 
 /// Size of the llm.c header: 256 × int32.
 const LLMC_HEADER: usize = 1024;
-
-/// The element type of stored token ids, as NumPy names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenDtype {
-    /// `uint8`
-    U8,
-    /// `int8`
-    I8,
-    /// `uint16`
-    U16,
-    /// `int16`
-    I16,
-    /// `uint32`
-    U32,
-    /// `int32`
-    I32,
-    /// `uint64`
-    U64,
-    /// `int64`
-    I64,
-    /// `float32`
-    F32,
-    /// `float64`
-    F64,
-}
-
-impl TokenDtype {
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            TokenDtype::U8 | TokenDtype::I8 => 1,
-            TokenDtype::U16 | TokenDtype::I16 => 2,
-            TokenDtype::U32 | TokenDtype::I32 | TokenDtype::F32 => 4,
-            TokenDtype::U64 | TokenDtype::I64 | TokenDtype::F64 => 8,
-        }
-    }
-
-    /// NumPy's name (`uint16`).
-    pub fn name(self) -> &'static str {
-        match self {
-            TokenDtype::U8 => "uint8",
-            TokenDtype::I8 => "int8",
-            TokenDtype::U16 => "uint16",
-            TokenDtype::I16 => "int16",
-            TokenDtype::U32 => "uint32",
-            TokenDtype::I32 => "int32",
-            TokenDtype::U64 => "uint64",
-            TokenDtype::I64 => "int64",
-            TokenDtype::F32 => "float32",
-            TokenDtype::F64 => "float64",
-        }
-    }
-
-    /// The type NumPy calls `name`; `None` for names that are no token type.
-    pub fn from_name(name: &str) -> Option<TokenDtype> {
-        Some(match name {
-            "uint8" => TokenDtype::U8,
-            "int8" => TokenDtype::I8,
-            "uint16" => TokenDtype::U16,
-            "int16" => TokenDtype::I16,
-            "uint32" => TokenDtype::U32,
-            "int32" => TokenDtype::I32,
-            "uint64" => TokenDtype::U64,
-            "int64" => TokenDtype::I64,
-            "float32" => TokenDtype::F32,
-            "float64" => TokenDtype::F64,
-            _ => return None,
-        })
-    }
-
-    /// The Arrow type of one element.
-    pub fn arrow_type(self) -> DataType {
-        match self {
-            TokenDtype::U8 => DataType::UInt8,
-            TokenDtype::I8 => DataType::Int8,
-            TokenDtype::U16 => DataType::UInt16,
-            TokenDtype::I16 => DataType::Int16,
-            TokenDtype::U32 => DataType::UInt32,
-            TokenDtype::I32 => DataType::Int32,
-            TokenDtype::U64 => DataType::UInt64,
-            TokenDtype::I64 => DataType::Int64,
-            TokenDtype::F32 => DataType::Float32,
-            TokenDtype::F64 => DataType::Float64,
-        }
-    }
-}
 
 /// Opens a file or object as an [`storage::Input`], hinting a local map
 /// for a sequential read.
@@ -162,7 +77,7 @@ pub(crate) struct Region {
     offset: usize,
     /// Elements.
     len: usize,
-    dtype: TokenDtype,
+    dtype: Dtype,
     zero_copy: Option<Buffer>,
 }
 
@@ -170,7 +85,7 @@ pub(crate) struct Region {
 /// the bytes one ranged request fetched.
 pub(crate) struct Loaded {
     first: usize,
-    dtype: TokenDtype,
+    dtype: Dtype,
     /// Aligned native elements, handed out without a copy.
     buf: Option<Buffer>,
     /// The same bytes, for decoding when `buf` is `None`.
@@ -185,14 +100,15 @@ impl Loaded {
         if let Some(buf) = &self.buf {
             return typed(self.dtype, buf.slice_with_length(at, count * size));
         }
-        decoded(self.dtype, self.bytes.get(at..at + count * size).unwrap_or_default())
+        self.dtype
+            .values(self.bytes.get(at..at + count * size).unwrap_or_default())
     }
 }
 
 impl Region {
     /// Elements `offset..offset + len * size` of `input`; the caller has
     /// checked that they lie inside it.
-    pub(crate) fn new(input: Arc<Input>, offset: usize, len: usize, dtype: TokenDtype) -> Region {
+    pub(crate) fn new(input: Arc<Input>, offset: usize, len: usize, dtype: Dtype) -> Region {
         let bytes = len * dtype.size();
         let mut zero_copy = None;
         if cfg!(target_endian = "little")
@@ -260,17 +176,19 @@ impl Region {
     pub(crate) fn find(&self, from: usize, id: i128) -> Option<usize> {
         let size = self.dtype.size();
         let pattern: Vec<u8> = match self.dtype {
-            TokenDtype::U8 => u8::try_from(id).ok()?.to_le_bytes().to_vec(),
-            TokenDtype::I8 => i8::try_from(id).ok()?.to_le_bytes().to_vec(),
-            TokenDtype::U16 => u16::try_from(id).ok()?.to_le_bytes().to_vec(),
-            TokenDtype::I16 => i16::try_from(id).ok()?.to_le_bytes().to_vec(),
-            TokenDtype::U32 => u32::try_from(id).ok()?.to_le_bytes().to_vec(),
-            TokenDtype::I32 => i32::try_from(id).ok()?.to_le_bytes().to_vec(),
-            TokenDtype::U64 => u64::try_from(id).ok()?.to_le_bytes().to_vec(),
-            TokenDtype::I64 => i64::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::U8 => u8::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::I8 => i8::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::U16 => u16::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::I16 => i16::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::U32 => u32::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::I32 => i32::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::U64 => u64::try_from(id).ok()?.to_le_bytes().to_vec(),
+            Dtype::I64 => i64::try_from(id).ok()?.to_le_bytes().to_vec(),
             // -0.0 equals 0 too; missing it only moves a cut further on.
-            TokenDtype::F32 => Some(id as f32).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
-            TokenDtype::F64 => Some(id as f64).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
+            Dtype::F32 => Some(id as f32).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
+            Dtype::F64 => Some(id as f64).filter(|f| *f as i128 == id)?.to_le_bytes().to_vec(),
+            // Never a token type (`Dtype::of_tokens`).
+            Dtype::Bool | Dtype::F16 => return None,
         };
         let end = self.offset + self.len * size;
         // A local map in steps of a unit's bytes, each released once passed:
@@ -302,43 +220,24 @@ impl Region {
 }
 
 /// An array over `buf`, which holds whole native-endian, aligned elements.
-fn typed(dtype: TokenDtype, buf: Buffer) -> ArrayRef {
+fn typed(dtype: Dtype, buf: Buffer) -> ArrayRef {
     fn mk<T: ArrowPrimitiveType>(buf: Buffer) -> ArrayRef {
         let len = buf.len() / size_of::<T::Native>();
         Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::new(buf, 0, len), None))
     }
     match dtype {
-        TokenDtype::U8 => mk::<UInt8Type>(buf),
-        TokenDtype::I8 => mk::<Int8Type>(buf),
-        TokenDtype::U16 => mk::<UInt16Type>(buf),
-        TokenDtype::I16 => mk::<Int16Type>(buf),
-        TokenDtype::U32 => mk::<UInt32Type>(buf),
-        TokenDtype::I32 => mk::<Int32Type>(buf),
-        TokenDtype::U64 => mk::<UInt64Type>(buf),
-        TokenDtype::I64 => mk::<Int64Type>(buf),
-        TokenDtype::F32 => mk::<Float32Type>(buf),
-        TokenDtype::F64 => mk::<Float64Type>(buf),
-    }
-}
-
-/// Little-endian elements decoded into a fresh array.
-fn decoded(dtype: TokenDtype, bytes: &[u8]) -> ArrayRef {
-    fn mk<T: ArrowPrimitiveType, const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> T::Native) -> ArrayRef {
-        let (chunks, _) = bytes.as_chunks::<N>();
-        let v: Vec<T::Native> = chunks.iter().map(|c| f(*c)).collect();
-        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), None))
-    }
-    match dtype {
-        TokenDtype::U8 => mk::<UInt8Type, 1>(bytes, u8::from_le_bytes),
-        TokenDtype::I8 => mk::<Int8Type, 1>(bytes, i8::from_le_bytes),
-        TokenDtype::U16 => mk::<UInt16Type, 2>(bytes, u16::from_le_bytes),
-        TokenDtype::I16 => mk::<Int16Type, 2>(bytes, i16::from_le_bytes),
-        TokenDtype::U32 => mk::<UInt32Type, 4>(bytes, u32::from_le_bytes),
-        TokenDtype::I32 => mk::<Int32Type, 4>(bytes, i32::from_le_bytes),
-        TokenDtype::U64 => mk::<UInt64Type, 8>(bytes, u64::from_le_bytes),
-        TokenDtype::I64 => mk::<Int64Type, 8>(bytes, i64::from_le_bytes),
-        TokenDtype::F32 => mk::<Float32Type, 4>(bytes, f32::from_le_bytes),
-        TokenDtype::F64 => mk::<Float64Type, 8>(bytes, f64::from_le_bytes),
+        Dtype::U8 => mk::<UInt8Type>(buf),
+        Dtype::I8 => mk::<Int8Type>(buf),
+        Dtype::U16 => mk::<UInt16Type>(buf),
+        Dtype::I16 => mk::<Int16Type>(buf),
+        Dtype::U32 => mk::<UInt32Type>(buf),
+        Dtype::I32 => mk::<Int32Type>(buf),
+        Dtype::U64 => mk::<UInt64Type>(buf),
+        Dtype::I64 => mk::<Int64Type>(buf),
+        Dtype::F32 => mk::<Float32Type>(buf),
+        Dtype::F64 => mk::<Float64Type>(buf),
+        Dtype::F16 => mk::<Float16Type>(buf),
+        Dtype::Bool => dtype.values(buf.as_slice()),
     }
 }
 
@@ -393,10 +292,10 @@ pub fn is_raw(path: &Path) -> bool {
 }
 
 /// The schema's `dtype:` as a token type.
-pub(crate) fn schema_dtype(dtype: Option<&str>) -> Result<Option<TokenDtype>, ReadError> {
+pub(crate) fn schema_dtype(dtype: Option<&str>) -> Result<Option<Dtype>, ReadError> {
     dtype
         .map(|d| {
-            TokenDtype::from_name(d)
+            Dtype::of_tokens(d)
                 .ok_or_else(|| ReadError::new(format!("`dtype: {d}` is not a type token ids are stored in")))
         })
         .transpose()
@@ -426,8 +325,8 @@ impl TokenStreamSource {
         let (layout, dtype, offset, count) = match magic.and_then(|m| llmc_magic(m).map(|k| (m, k))) {
             Some((magic, kind)) => {
                 let (dtype, version) = match kind {
-                    "gpt-2" => (TokenDtype::U16, 1),
-                    "llama-3" => (TokenDtype::U32, 7),
+                    "gpt-2" => (Dtype::U16, 1),
+                    "llama-3" => (Dtype::U32, 7),
                     "eval" => {
                         return Err(ReadError::new(format!(
                             "an llm.c eval file (magic {magic}), not a token shard: not supported"
@@ -540,7 +439,7 @@ impl TokenStreamSource {
     }
 
     /// The tokens' element type.
-    pub fn dtype(&self) -> TokenDtype {
+    pub fn dtype(&self) -> Dtype {
         self.region.dtype
     }
 }
@@ -551,7 +450,7 @@ impl Source for TokenStreamSource {
     }
 
     fn stored_type(&self, _column: usize) -> Option<DataType> {
-        Some(self.region.dtype.arrow_type())
+        Some(self.region.dtype.arrow())
     }
 
     fn units(&self) -> usize {
@@ -637,12 +536,12 @@ mod tests {
     #[test]
     fn llmc_headers_name_their_dtype() {
         let s = TokenStreamSource::open(&fixture("llmc/gpt2_bad.bin"), None).expect("gpt2");
-        assert_eq!((s.layout(), s.dtype()), (Layout::Llmc, TokenDtype::U16));
+        assert_eq!((s.layout(), s.dtype()), (Layout::Llmc, Dtype::U16));
         let t = tokens(&s);
         assert_eq!(t.len(), 64);
         assert_eq!((t[0], t[17], t[63]), (1000, 50257, 65535));
         let s = TokenStreamSource::open(&fixture("llmc/llama3_bad.bin"), Some("uint32")).expect("llama3");
-        assert_eq!(s.dtype(), TokenDtype::U32);
+        assert_eq!(s.dtype(), Dtype::U32);
         let t = tokens(&s);
         assert_eq!((t.len(), t[20]), (48, 4294967295));
         let e = TokenStreamSource::open(&fixture("llmc/llama3_bad.bin"), Some("uint16"))
