@@ -43,9 +43,11 @@ impl Validator {
             batch,
             &positions,
             &mut cols,
-            0,
-            first_row,
-            None,
+            crate::pixels::Site {
+                file: 0,
+                row: first_row,
+                pair: None,
+            },
             &mut partial.tally,
         );
         for (row, _, message) in undecoded {

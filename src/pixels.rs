@@ -38,22 +38,40 @@ mod summary;
 
 use summary::{Bounds, Lane, Summary, summarize};
 
+/// Where images are checked: the file (its index in the run), the row of
+/// the first image, and what `pair_with` found for an image file's mask.
+#[derive(Clone, Copy)]
+pub(crate) struct Site<'a> {
+    pub(crate) file: usize,
+    pub(crate) row: u64,
+    pub(crate) pair: Option<&'a Pair>,
+}
+
+/// An image's class values, row after row of `width`.
+#[derive(Clone, Copy)]
+struct Values<'a, T> {
+    values: &'a [T],
+    width: usize,
+}
+
 /// Checks the pixel columns of a batch and takes them out of `columns`
 /// (the kernels then check the rest as usual). `positions[ci]` is schema
 /// column ci's index in `batch`. Returns the images that could not be
 /// decoded, as (row within the file, whether the batch is an image file,
 /// message). `pair` is what `pair_with` found for an image file's mask.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn check_batch(
     validator: &Validator,
     batch: &RecordBatch,
     positions: &[Option<usize>],
     columns: &mut [Option<ArrayRef>],
-    file: usize,
-    first_row: u64,
-    pair: Option<&Pair>,
+    site: Site,
     tally: &mut Tally,
 ) -> Vec<(u64, bool, String)> {
+    let Site {
+        file,
+        row: first_row,
+        pair,
+    } = site;
     let mut errors = Vec::new();
     let default = PixelSpec::default();
     for (ci, p) in positions.iter().enumerate() {
@@ -84,7 +102,15 @@ pub(crate) fn check_batch(
         let pair = pair.filter(|_| whole_file);
         for i in 0..array.len() {
             let row = first_row + i as u64;
-            if let Err(e) = check_row(validator, ci, pixels, array.as_ref(), i, file, row, pair, tally) {
+            if let Err(e) = check_row(
+                validator,
+                ci,
+                pixels,
+                array.as_ref(),
+                i,
+                Site { file, row, pair },
+                tally,
+            ) {
                 errors.push((row, whole_file, e));
             }
         }
@@ -163,18 +189,16 @@ fn bytes_at(array: &dyn Array, i: usize) -> Result<Option<&[u8]>, String> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn check_row(
     validator: &Validator,
     ci: usize,
     spec: &PixelSpec,
     array: &dyn Array,
     i: usize,
-    file: usize,
-    row: u64,
-    pair: Option<&Pair>,
+    site: Site,
     tally: &mut Tally,
 ) -> Result<(), String> {
+    let Site { file, row, pair } = site;
     let col = validator.column_check(ci);
     let Some(bytes) = bytes_at(array, i)? else {
         if !col.spec.nullable {
@@ -256,7 +280,15 @@ fn check_image(
             // report needs (see `summary`).
             if let Some((f, iv)) = fused.zip(col.interval.as_ref()) {
                 let b = Bounds::<u8>::new(iv);
-                note_summary(&summarize(&v, &b), &b, false, &v, width, f, tally, slot);
+                note_summary(
+                    &summarize(&v, &b),
+                    &b,
+                    false,
+                    Values { values: &v, width },
+                    f,
+                    tally,
+                    slot,
+                );
             } else {
                 // Without an interval rule: which values occur is all a
                 // clean plane needs of the histogram.
@@ -266,7 +298,7 @@ fn check_image(
                     .enumerate()
                     .all(|(x, &n)| n == 0 || judge(x as i128) == Verdict::Ok);
                 let hist = if clean { seen } else { histogram_u8(&v) };
-                note_histogram(&hist, false, &judge, &v, width, tally, slot, fused);
+                note_histogram(&hist, false, &judge, Values { values: &v, width }, tally, slot, fused);
             }
             if fused.is_some() {
                 // Kept for the next decode (a bounded size: one huge image
@@ -279,13 +311,29 @@ fn check_image(
         Plane::U16(v, stored16) => {
             if let Some((f, iv)) = fused.zip(col.interval.as_ref()) {
                 let b = Bounds::<u16>::new(iv);
-                note_summary(&summarize(&v, &b), &b, stored16, &v, width, f, tally, slot);
+                note_summary(
+                    &summarize(&v, &b),
+                    &b,
+                    stored16,
+                    Values { values: &v, width },
+                    f,
+                    tally,
+                    slot,
+                );
             } else {
                 let mut hist = vec![0u64; 1 << 16];
                 for &p in &v {
                     hist[p as usize] += 1;
                 }
-                note_histogram(&hist, stored16, &judge, &v, width, tally, slot, fused);
+                note_histogram(
+                    &hist,
+                    stored16,
+                    &judge,
+                    Values { values: &v, width },
+                    tally,
+                    slot,
+                    fused,
+                );
             }
             if fused.is_some() {
                 return Ok(());
@@ -509,17 +557,16 @@ fn histogram_u8(v: &[u8]) -> [u64; 256] {
 /// kernel then does not run): violations, the bad values' evidence, the
 /// smallest value, examples and logged violations at their (x, y) in scan
 /// order, so reports are the same byte for byte.
-#[allow(clippy::too_many_arguments)]
 fn note_histogram<T: Lane>(
     hist: &[u64],
     stored16: bool,
     judge: &dyn Fn(i128) -> Verdict,
-    values: &[T],
-    width: usize,
+    plane: Values<T>,
     tally: &mut Tally,
     slot: usize,
     fused: Option<Judged>,
 ) {
+    let Values { values, width } = plane;
     let present = || hist.iter().enumerate().filter(|(_, n)| **n > 0);
     {
         let ev = &mut tally.checks[slot].evidence.pixels;
@@ -553,7 +600,15 @@ fn note_histogram<T: Lane>(
         let first: u32 = c[0].into();
         is_bad[first as usize] || c.iter().any(|&x| x.into() != first)
     };
-    locate_bad(values, width, 8, blocks, |v| is_bad[v as usize], fused, tally, slot);
+    locate_bad(
+        Values { values, width },
+        8,
+        blocks,
+        |v| is_bad[v as usize],
+        fused,
+        tally,
+        slot,
+    );
 }
 
 /// Walks the bad pixels of a plane in scan order (within the blocks of
@@ -562,10 +617,8 @@ fn note_histogram<T: Lane>(
 /// between its two neighbours, left/right or above/below, as interpolation
 /// makes them) and, with `fused`, the kernel's examples and logged
 /// violations at their (x, y).
-#[allow(clippy::too_many_arguments)]
 fn locate_bad<T: Lane>(
-    values: &[T],
-    width: usize,
+    plane: Values<T>,
     block: usize,
     may_hold_bad: impl Fn(&[T]) -> bool,
     mut is_bad: impl FnMut(u32) -> bool,
@@ -573,6 +626,7 @@ fn locate_bad<T: Lane>(
     tally: &mut Tally,
     slot: usize,
 ) {
+    let Values { values, width } = plane;
     let at = |i: usize| values[i].into();
     let (mut located, mut boundary) = (0, 0);
     let blocks = values.chunks(block).enumerate().filter(|(_, c)| may_hold_bad(c));
@@ -631,17 +685,16 @@ fn locate_bad<T: Lane>(
 /// [`note_histogram`] with `fused` records of its histogram. A plane with a
 /// bad value (rare) is then walked once for its bad pixels, which yields
 /// their counts, so no histogram is built.
-#[allow(clippy::too_many_arguments)]
 fn note_summary<N: Lane>(
     s: &Summary<N>,
     b: &Bounds<N>,
     stored16: bool,
-    values: &[N],
-    width: usize,
+    plane: Values<N>,
     f: Judged,
     tally: &mut Tally,
     slot: usize,
 ) {
+    let Values { values, width } = plane;
     {
         let ev = &mut tally.checks[slot].evidence.pixels;
         if s.has_255 && s.only_0_255 {
@@ -663,7 +716,15 @@ fn note_summary<N: Lane>(
             }
             bad
         };
-        locate_bad(values, width, 64, |c| b.has_bad(c), count, Some(f), tally, slot);
+        locate_bad(
+            Values { values, width },
+            64,
+            |c| b.has_bad(c),
+            count,
+            Some(f),
+            tally,
+            slot,
+        );
     }
     let bad = || counts.iter().enumerate().filter(|(_, n)| **n > 0);
     let check = &mut tally.checks[slot];

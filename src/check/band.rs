@@ -28,27 +28,35 @@ pub(crate) fn check_band(col: &ColumnCheck, array: &dyn Array, slot: usize, at: 
     let (Some(lo), ValueSize(Some(hi))) = (col.spec.tokenizer_size, ValueSize::of(col)) else {
         return;
     };
+    let band = |offs, listed| Band {
+        offs,
+        listed,
+        lo,
+        hi,
+        slot,
+        at,
+    };
     match array.data_type() {
         DataType::List(_) => {
             let l = array.as_list::<i32>();
             let offs: Vec<usize> = l.offsets().iter().map(|&o| o as usize).collect();
-            leaves(l.values(), &offs, l.nulls(), lo, hi, slot, at, tally);
+            leaves(l.values(), l.nulls(), &band(&offs, true), tally);
         }
         DataType::LargeList(_) => {
             let l = array.as_list::<i64>();
             let offs: Vec<usize> = l.offsets().iter().map(|&o| o as usize).collect();
-            leaves(l.values(), &offs, l.nulls(), lo, hi, slot, at, tally);
+            leaves(l.values(), l.nulls(), &band(&offs, true), tally);
         }
         DataType::FixedSizeList(_, n) => {
             let l = array.as_fixed_size_list();
             let n = *n as usize;
             // The child of a sliced fixed-size list is sliced with it.
             let offs: Vec<usize> = (0..=l.len()).map(|i| i * n).collect();
-            leaves(l.values(), &offs, l.nulls(), lo, hi, slot, at, tally);
+            leaves(l.values(), l.nulls(), &band(&offs, true), tally);
         }
         _ => {
             let offs: Vec<usize> = (0..=array.len()).collect();
-            scan(array, 0..array.len(), &offs, false, lo, hi, slot, at, tally);
+            scan(array, 0..array.len(), &band(&offs, false), tally);
         }
     }
 }
@@ -65,17 +73,20 @@ impl ValueSize {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn leaves(
-    values: &ArrayRef,
-    offs: &[usize],
-    rows_nulls: Option<&arrow::buffer::NullBuffer>,
+/// Where a band's values are counted: rows `offs` (row r holds elements
+/// `offs[r]..offs[r+1]`; `listed` when they are list elements), the band
+/// [lo, hi), and the check's slot and place in the file.
+struct Band<'a> {
+    offs: &'a [usize],
+    listed: bool,
     lo: i128,
     hi: i128,
     slot: usize,
     at: Place,
-    tally: &mut Tally,
-) {
+}
+
+fn leaves(values: &ArrayRef, rows_nulls: Option<&arrow::buffer::NullBuffer>, band: &Band, tally: &mut Tally) {
+    let offs = band.offs;
     if offs.is_empty() {
         return;
     }
@@ -91,91 +102,33 @@ fn leaves(
     if let Some(n) = rows_nulls.filter(|n| n.null_count() > 0) {
         for r in 0..offs.len() - 1 {
             if n.is_valid(r) {
-                scan(
-                    values.as_ref(),
-                    offs[r]..offs[r + 1],
-                    offs,
-                    true,
-                    lo,
-                    hi,
-                    slot,
-                    at,
-                    tally,
-                );
+                scan(values.as_ref(), offs[r]..offs[r + 1], band, tally);
             }
         }
         return;
     }
-    scan(values.as_ref(), first..last, offs, true, lo, hi, slot, at, tally);
+    scan(values.as_ref(), first..last, band, tally);
 }
 
-/// Counts elements `range` of `a` in [lo, hi); `offs` maps elements to rows
-/// (row r holds `offs[r]..offs[r+1]`).
-#[allow(clippy::too_many_arguments)]
-fn scan(
-    a: &dyn Array,
-    range: std::ops::Range<usize>,
-    offs: &[usize],
-    listed: bool,
-    lo: i128,
-    hi: i128,
-    slot: usize,
-    at: Place,
-    tally: &mut Tally,
-) {
+/// Counts elements `range` of `a` in the band.
+fn scan(a: &dyn Array, range: std::ops::Range<usize>, band: &Band, tally: &mut Tally) {
     macro_rules! ints {
         ($t:ty) => {
-            band_ints::<$t>(
-                a.as_primitive::<$t>(),
-                range,
-                offs,
-                listed,
-                lo,
-                hi,
-                slot,
-                at,
-                tally,
-            )
+            band_ints::<$t>(a.as_primitive::<$t>(), range, band, tally)
         };
     }
     downcast_integer! {
         a.data_type() => (ints),
-        DataType::Float32 => band_floats(
-            a.as_primitive::<Float32Type>(),
-            range,
-            offs,
-            listed,
-            lo,
-            hi,
-            slot,
-            at,
-            tally,
-        ),
-        DataType::Float64 => band_floats(
-            a.as_primitive::<Float64Type>(),
-            range,
-            offs,
-            listed,
-            lo,
-            hi,
-            slot,
-            at,
-            tally,
-        ),
+        DataType::Float32 => band_floats(a.as_primitive::<Float32Type>(), range, band, tally),
+        DataType::Float64 => band_floats(a.as_primitive::<Float64Type>(), range, band, tally),
         _ => {}
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn band_ints<T: ArrowPrimitiveType>(
     a: &PrimitiveArray<T>,
     range: std::ops::Range<usize>,
-    offs: &[usize],
-    listed: bool,
-    lo: i128,
-    hi: i128,
-    slot: usize,
-    at: Place,
+    band: &Band,
     tally: &mut Tally,
 ) where
     T::Native: Into<i128>,
@@ -183,7 +136,7 @@ fn band_ints<T: ArrowPrimitiveType>(
     let vals = &a.values()[range.clone()];
     let inside = |v: T::Native| {
         let v: i128 = v.into();
-        lo <= v && v < hi
+        band.lo <= v && v < band.hi
     };
     if !vals.iter().any(|&v| inside(v)) {
         return;
@@ -191,21 +144,15 @@ fn band_ints<T: ArrowPrimitiveType>(
     for (i, &v) in vals.iter().enumerate() {
         let e = range.start + i;
         if inside(v) && a.is_valid(e) {
-            hit(e, offs, listed, Value::Int(v.into()), slot, at, tally);
+            hit(e, Value::Int(v.into()), band, tally);
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn band_floats<T: ArrowPrimitiveType>(
     a: &PrimitiveArray<T>,
     range: std::ops::Range<usize>,
-    offs: &[usize],
-    listed: bool,
-    lo: i128,
-    hi: i128,
-    slot: usize,
-    at: Place,
+    band: &Band,
     tally: &mut Tally,
 ) where
     T::Native: Into<f64>,
@@ -216,15 +163,18 @@ fn band_floats<T: ArrowPrimitiveType>(
         }
         let v: f64 = a.value(e).into();
         if let Some(w) = crate::schema::float_to_whole(v)
-            && lo <= w
-            && w < hi
+            && band.lo <= w
+            && w < band.hi
         {
-            hit(e, offs, listed, Value::Float(v), slot, at, tally);
+            hit(e, Value::Float(v), band, tally);
         }
     }
 }
 
-fn hit(e: usize, offs: &[usize], listed: bool, value: Value, slot: usize, at: Place, tally: &mut Tally) {
+fn hit(e: usize, value: Value, band: &Band, tally: &mut Tally) {
+    let Band {
+        offs, listed, slot, at, ..
+    } = *band;
     let spot = if listed {
         // The row whose elements hold e (rows may be empty: the last such).
         let r = offs.partition_point(|&o| o <= e).saturating_sub(1);

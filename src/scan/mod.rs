@@ -543,9 +543,11 @@ fn check_unit(
                 &batch.batch,
                 &positions,
                 &mut columns,
-                fi,
-                batch.first_row,
-                pair,
+                crate::pixels::Site {
+                    file: fi,
+                    row: batch.first_row,
+                    pair,
+                },
                 &mut tally,
             );
             for (row, whole_file, message) in undecoded {
