@@ -71,7 +71,7 @@ pub fn scan_cached_stats(
                 if let Some(hit) = entry.as_deref().and_then(|e| read_entry(e, validator)) {
                     return (hit, true);
                 }
-                let partial = scan::scan_here(validator, std::slice::from_ref(f), opts);
+                let partial = scan::scan_in_current_pool(validator, std::slice::from_ref(f), &[None], opts);
                 if let Some(entry) = entry
                     && partial.errors.is_empty()
                     && !scan::CANCELLED.load(std::sync::atomic::Ordering::SeqCst)
@@ -177,7 +177,7 @@ mod tests {
     fn run(dir: &Path, cache: &Path, schema: &str) -> (String, CacheStats) {
         let schema = Schema::from_yaml(schema, &dir.join("s.yaml")).unwrap();
         let validator = Validator::new(schema, 5);
-        let (files, _) = discover(&[dir.join("data")]);
+        let files = discover(&[dir.join("data")], &Default::default()).files;
         let opts = ScanOptions::default();
         let (partial, stats) = scan_cached_stats(&validator, &files, &opts, cache);
         let cached = crate::report::json::render(&partial.report(&validator));

@@ -285,8 +285,9 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
     let is_shard =
         |f: &discover::DataFile| source::Format::from_path(&f.path).is_some_and(source::Format::is_shard_set);
     let found = |paths: &[PathBuf]| {
-        let (mut files, errors) = discover::discover_with(paths, &hints);
-        files.extend(discover::discover(paths).0.into_iter().filter(is_shard));
+        let discover::Discovered { mut files, errors, .. } = discover::discover(paths, &hints);
+        let plain = discover::discover(paths, &source::Hints::default()).files;
+        files.extend(plain.into_iter().filter(is_shard));
         files.sort_by(|a, b| a.display.cmp(&b.display));
         files.dedup_by(|a, b| a.display == b.display);
         (files, errors)

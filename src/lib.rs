@@ -40,26 +40,26 @@
 // only from itself and the groups below it.
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod filter;
-pub mod init;
+pub(crate) mod filter;
+pub(crate) mod init;
 pub mod stream;
 // The pipeline: plan (this file), discover and open (`source::layouts`,
 // `source`), read (`source::formats`, `pairing`, `pixels`), check
 // (`scan`, `cache`, `batch`), merge and report.
 mod batch;
-pub mod cache;
-pub mod pairing;
+pub(crate) mod cache;
+pub(crate) mod pairing;
 mod pixels;
-pub mod progress;
+pub(crate) mod progress;
 pub mod report;
 pub mod scan;
 pub mod source;
-pub mod violations;
+pub(crate) mod violations;
 // The kernels, the schema, and the ground.
 pub mod check;
 pub mod error;
-pub mod proof;
-pub mod redact;
+pub(crate) mod proof;
+pub(crate) mod redact;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
 pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
     let (validator, paths) = schema_and_paths(plan)?;
     let hints = source::Hints::from_schema(validator.schema());
-    let mut units = plan_paths_with(&paths, split_bytes, &hints);
+    let mut units = plan_paths(&paths, split_bytes, &hints);
     // A mask's pair_with folder is found from the PATH it came from.
     if validator.schema().columns.iter().any(|c| c.pair_with().is_some()) {
         for u in &mut units {
@@ -151,15 +151,16 @@ pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan:
 
 /// The units of work for `paths`: each file, and each unit of files of at
 /// least `split_bytes` bytes. Paths that match nothing are units that carry
-/// their error. Check them with [`scan::check_units`].
-pub fn plan_paths(paths: &[PathBuf], split_bytes: u64) -> Vec<scan::WorkUnit> {
-    plan_paths_with(paths, split_bytes, &source::Hints::default())
-}
-
-/// [`plan_paths`] for a schema: its columns decide which token `.bin` files
-/// a directory search picks up (see [`source::Format::searched`]).
-pub fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) -> Vec<scan::WorkUnit> {
-    let (files, discover_errors) = source::layouts::discover::discover_with(paths, hints);
+/// their error. The schema's `hints` decide which files that only some
+/// schemas use a directory search picks up (token `.bin` files for a
+/// `tokens` column: [`source::Format::searched`]; `Hints::default()` for
+/// none). Check them with [`scan::check_units`].
+pub fn plan_paths(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) -> Vec<scan::WorkUnit> {
+    let source::layouts::discover::Discovered {
+        files,
+        errors: discover_errors,
+        ..
+    } = source::layouts::discover::discover(paths, hints);
     let mut units = scan::plan_units(&files, split_bytes, hints);
     units.extend(discover_errors.iter().map(|e| scan::WorkUnit {
         path: e.file().unwrap_or_default().into(),
@@ -191,7 +192,7 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
     let (validator, paths) = schema_and_paths(plan)?;
     let hints = source::Hints::from_schema(validator.schema());
-    let found = source::layouts::discover::discover_full(&paths, &hints);
+    let found = source::layouts::discover::discover(&paths, &hints);
     let notes = found
         .notes
         .into_iter()

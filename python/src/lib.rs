@@ -234,7 +234,7 @@ fn plan(py: Python<'_>, paths: Vec<String>, schema_path: Option<String>, split_b
             };
             preflight::plan_units(&plan, split_bytes).map(|(_, units)| units)
         }
-        _ => Ok(preflight::plan_paths(&paths, split_bytes)),
+        _ => Ok(preflight::plan_paths(&paths, split_bytes, &Default::default())),
     });
     match units {
         Ok(units) => serde_json::to_string(&units).map_err(|e| PyValueError::new_err(e.to_string())),

@@ -33,7 +33,7 @@ pub(crate) fn propose(paths: &[PathBuf], schema_dir: &Path) -> Option<Result<(St
             .iter()
             .map(|p| image_folder::list(p, &p.to_string_lossy()))
             .collect();
-        let plain = crate::source::layouts::discover::discover(paths).0;
+        let plain = crate::source::layouts::discover::discover(paths, &Default::default()).files;
         if plain.is_empty() && listings.iter().all(|l| !l.files.is_empty()) {
             return Some(Ok((propose_folder(&listings), paths.to_vec())));
         }

@@ -61,12 +61,12 @@ pub static CANCELLED: AtomicBool = AtomicBool::new(false);
 
 /// Checks every unit of `files`.
 pub fn scan(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> Partial {
-    scan_selected(validator, files, &vec![None; files.len()], opts)
+    scan_units(validator, files, &vec![None; files.len()], opts)
 }
 
 /// Checks the units `only[i]` of file `files[i]` (`None`: all of them);
 /// returns their merged result, errors in (file, unit) order.
-pub fn scan_selected(
+pub fn scan_units(
     validator: &Validator,
     files: &[DataFile],
     only: &[Option<Vec<usize>>],
@@ -81,20 +81,21 @@ pub fn scan_selected(
         opts.jobs
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
-    let run = || scan_in_pool(validator, files, only, opts);
+    let run = || scan_in_current_pool(validator, files, only, opts);
     match pool {
         Ok(pool) => pool.install(run),
         Err(_) => run(),
     }
 }
 
-/// [`scan`] in the calling thread pool (for a caller already spreading
-/// files over it, as the cache does).
-pub(crate) fn scan_here(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> Partial {
-    scan_in_pool(validator, files, &vec![None; files.len()], opts)
-}
-
-fn scan_in_pool(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
+/// [`scan_units`] in the calling thread pool (for a caller already
+/// spreading files over it, as the cache does).
+pub(crate) fn scan_in_current_pool(
+    validator: &Validator,
+    files: &[DataFile],
+    only: &[Option<Vec<usize>>],
+    opts: &ScanOptions,
+) -> Partial {
     // An image folder's rows are checked without a source per image (see
     // folder_rows); spilled violations take the general path.
     if !files.is_empty()
@@ -331,7 +332,7 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
         unmatched.append(&mut pairing.errors);
         opts.pairing = Some(std::sync::Arc::new(pairing));
     }
-    let mut partial = scan_selected(validator, &files, &only, &opts);
+    let mut partial = scan_units(validator, &files, &only, &opts);
     partial.add_errors(unmatched);
     partial
 }

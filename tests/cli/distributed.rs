@@ -55,7 +55,7 @@ fn any_split_merged_in_any_order_gives_the_single_run_report() {
     let validator = Validator::new(schema, 3);
     // Every row group a unit; files named as the CLI (run in the temporary
     // directory) names them, opened by their full path.
-    let units: Vec<WorkUnit> = preflight::plan_paths(&[env.path("d")], 1)
+    let units: Vec<WorkUnit> = preflight::plan_paths(&[env.path("d")], 1, &Default::default())
         .into_iter()
         .map(|mut u| {
             let relative = std::path::Path::new(&u.file)
@@ -178,7 +178,7 @@ fn a_unit_the_file_no_longer_has_is_an_error() {
     let env = Env::new();
     dataset(&env);
     let validator = Validator::new(Schema::from_file(&env.path("s.yaml")).expect("schema"), 3);
-    let mut units = preflight::plan_paths(&[env.path("d/shard-1.parquet")], 1);
+    let mut units = preflight::plan_paths(&[env.path("d/shard-1.parquet")], 1, &Default::default());
     assert_eq!(units.len(), 6);
     units[5].unit = Some(99);
     let partial = preflight::scan::check_units(&validator, &units, &ScanOptions::default());

@@ -718,7 +718,7 @@ for c in range(7):
     // Planned into units (which carry each image's class) and checked apart.
     let validator = preflight::Validator::new(preflight::Schema::from_file(&env.path("s.yaml")).expect("schema"), 7);
     let hints = preflight::source::Hints::from_schema(validator.schema());
-    let units = preflight::plan_paths_with(&[env.path("data")], 1, &hints);
+    let units = preflight::plan_paths(&[env.path("data")], 1, &hints);
     assert_eq!(units.len(), 7 * 300 + 21);
     let (a, b) = units.split_at(1000);
     let opts = preflight::ScanOptions::default();

@@ -921,7 +921,7 @@ fn eod_id_documents_reach_violations_out_in_order_and_merge_from_units() {
     let hints = preflight::source::Hints::from_schema(&schema);
     let validator = preflight::Validator::new(schema, 7);
     let units: Vec<preflight::scan::WorkUnit> =
-        preflight::plan_paths_with(&[env.path("llmc.bin"), env.path("raw.bin")], 1, &hints)
+        preflight::plan_paths(&[env.path("llmc.bin"), env.path("raw.bin")], 1, &hints)
             .into_iter()
             .map(|mut u| {
                 u.file = u.path.file_name().expect("name").to_string_lossy().into_owned();

@@ -66,11 +66,10 @@ const SNIFF_BYTES: usize = 64 << 10;
 /// storage, which is then held in memory while it is parsed, as a local
 /// file is; read again by the reading pass rather than kept between them).
 fn whole_file(path: &Path) -> Result<bytes::Bytes, ReadError> {
-    if crate::source::storage::remote::is_url(path) {
-        crate::source::storage::Input::open(path)?.all()
-    } else {
-        Ok(std::fs::read(path)?.into())
-    }
+    // No size limit: COCO files of a few GB are real (instances of LVIS, Objects365).
+    crate::source::storage::read_whole(path, u64::MAX, |len| {
+        ReadError::new(format!("{len} bytes: more than can be addressed"))
+    })
 }
 
 /// Whether a `.json` file found in a directory search is a COCO file: its

@@ -336,12 +336,7 @@ pub(crate) fn load_index<T: Any + Send + Sync>(
     static CACHE: Mutex<Vec<(CacheKey, Cached)>> = Mutex::new(Vec::new());
     let needs = |e: String| ReadError::new(format!("{what} needs the index.json beside it: {e}"));
     // An object's: its size from the listing (or one request), no mtime.
-    let (len, modified) = if storage::remote::is_url(path) {
-        (storage::Input::open(path).map_err(|e| needs(e.message))?.size(), None)
-    } else {
-        let meta = std::fs::metadata(path).map_err(|e| needs(e.to_string()))?;
-        (meta.len(), meta.modified().ok())
-    };
+    let (len, modified) = storage::stat(path).map_err(|e| needs(e.message))?;
     let key: CacheKey = (path.to_path_buf(), len, modified);
     let hit = CACHE
         .lock()

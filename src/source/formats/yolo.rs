@@ -159,19 +159,7 @@ impl YoloSource {
                 MAX_LABEL_BYTES >> 20
             ))
         };
-        if crate::source::storage::remote::is_url(path) {
-            // An object: one request for all of it.
-            let input = crate::source::storage::Input::open(path)?;
-            if input.size() > MAX_LABEL_BYTES {
-                return Err(too_big(input.size()));
-            }
-            return Self::parse(&input.all()?, nc, kpt_shape);
-        }
-        let len = std::fs::metadata(path)?.len();
-        if len > MAX_LABEL_BYTES {
-            return Err(too_big(len));
-        }
-        let bytes = std::fs::read(path)?;
+        let bytes = crate::source::storage::read_whole(path, MAX_LABEL_BYTES, too_big)?;
         Self::parse(&bytes, nc, kpt_shape)
     }
 

@@ -67,25 +67,15 @@ pub struct Discovered {
     pub notes: Vec<(String, String)>,
 }
 
-/// Expands `args` into files; problems (no match, unreadable directory) are
-/// returned beside the files that were found. Searches pick up token `.bin`
-/// files only for a schema with a `tokens` column: see [`discover_with`].
-pub fn discover(args: &[PathBuf]) -> (Vec<DataFile>, Vec<Error>) {
-    discover_with(args, &Hints::default())
-}
-
-/// [`discover`] for a schema: `hints.columns` decides which formats that
-/// only some schemas use ([`Format::searched`]) a search picks up.
-pub fn discover_with(args: &[PathBuf], hints: &Hints) -> (Vec<DataFile>, Vec<Error>) {
-    let d = discover_full(args, hints);
-    (d.files, d.errors)
-}
-
-/// [`discover_with`] with the layout's warnings. With `layout:
-/// image_folder` every directory PATH (or directory a glob matches) is an
-/// image folder's root ([`super::image_folder`]); with `layout: yolo` a
-/// directory search picks up every `.txt` file.
-pub fn discover_full(args: &[PathBuf], hints: &Hints) -> Discovered {
+/// Expands `args` into files, with the problems (no match, unreadable
+/// directory) and the layout's warnings beside them. `hints.columns`
+/// decides which formats that only some schemas use ([`Format::searched`])
+/// a search picks up (token `.bin` files for a `tokens` column). With
+/// `layout: image_folder` every directory PATH (or directory a glob
+/// matches) is an image folder's root ([`super::image_folder`]); with
+/// `layout: yolo` a search keeps the `.txt` files that are labels
+/// ([`super::yolo`]).
+pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
     if hints.layout == Some(Layout::ImageFolder) {
         return image_folders(args);
     }

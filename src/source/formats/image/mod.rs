@@ -40,7 +40,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 
 use crate::error::ReadError;
 use crate::source::read::{Batch, Source};
-use crate::source::storage::{Input, remote};
+use crate::source::storage;
 
 pub use crate::schema::columns::PIXELS;
 use crate::source::format::Format;
@@ -323,23 +323,13 @@ impl Source for ImageSource {
                 self.len
             )));
         }
-        let bytes: bytes::Bytes = if remote::is_url(&self.path) {
-            // An object: one request for all of it (its size is known from
-            // the listing, or learnt by one more).
-            let input = Input::open(&self.path)?;
-            if input.size() > MAX_FILE_BYTES {
-                return Err(ReadError::new(format!(
-                    "{} bytes: larger than the {MAX_FILE_BYTES} bytes an image file may have",
-                    input.size()
-                )));
-            }
-            input.all()?
-        } else {
-            let f = std::fs::File::open(&self.path)?;
-            let mut bytes = Vec::with_capacity(self.len as usize);
-            std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_FILE_BYTES), &mut bytes)?;
-            bytes.into()
-        };
+        // An object's size is known from the listing, or learnt by one
+        // more request.
+        let bytes = storage::read_whole(&self.path, MAX_FILE_BYTES, |len| {
+            ReadError::new(format!(
+                "{len} bytes: larger than the {MAX_FILE_BYTES} bytes an image file may have"
+            ))
+        })?;
         let kind = Kind::sniff(&bytes[..bytes.len().min(12)])
             .ok_or_else(|| ReadError::new(format!("{NOT_AN_IMAGE}: bad magic")))?;
         let at = KINDS.iter().position(|&k| k == kind).unwrap_or(0);

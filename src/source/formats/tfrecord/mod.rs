@@ -25,7 +25,6 @@ mod proto;
 mod skim;
 
 use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -383,14 +382,10 @@ impl TfRecordSource {
     }
 }
 
-/// The file's records in order: a local file through a buffer, an object
-/// block by block ([`Input::reader`]); gunzipped when `gzip`.
+/// The file's records in order ([`storage::sequential`]); gunzipped when
+/// `gzip`.
 fn stream(path: &Path, gzip: bool) -> Result<Box<dyn std::io::Read>, ReadError> {
-    let raw: Box<dyn std::io::Read> = if storage::remote::is_url(path) {
-        Input::open(path)?.reader()?
-    } else {
-        Box::new(BufReader::with_capacity(256 << 10, File::open(path)?))
-    };
+    let raw = storage::sequential(path)?;
     Ok(if gzip {
         Box::new(flate2::read::MultiGzDecoder::new(raw))
     } else {

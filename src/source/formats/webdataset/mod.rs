@@ -39,7 +39,7 @@ mod tarwalk;
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ use self::tarwalk::{Flow, Member};
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
-use crate::source::storage::{Input, PosReader, remote};
+use crate::source::storage::{self, Input, PosReader, remote};
 
 /// A WebDataset tar shard (`.tar`, `.tar.gz`, `.tgz`; compression by
 /// content). A search keeps its shards when one has a member the schema
@@ -87,23 +87,7 @@ enum Compression {
 impl Compression {
     /// By content, as `tarfile.open(mode="r|*")` decides.
     fn sniff(path: &Path) -> Result<Compression, ReadError> {
-        let mut head = [0u8; 6];
-        let mut n = 0;
-        if remote::is_url(path) {
-            let input = Input::open(path)?;
-            let got = input.bytes(0..input.size().min(head.len() as u64))?;
-            n = got.len();
-            head[..n].copy_from_slice(&got);
-        } else {
-            let mut f = File::open(path)?;
-            while n < head.len() {
-                match f.read(&mut head[n..])? {
-                    0 => break,
-                    k => n += k,
-                }
-            }
-        }
-        let head = &head[..n];
+        let head = storage::head(path, 6)?;
         Ok(if head.starts_with(&[0x1f, 0x8b]) {
             Compression::Gzip
         } else if head.starts_with(b"BZh") {
@@ -119,14 +103,9 @@ impl Compression {
         })
     }
 
-    /// The tar stream, decompressed: a local file through a buffer, an
-    /// object block by block ([`Input::reader`]).
+    /// The tar stream, decompressed ([`storage::sequential`]).
     fn stream(self, path: &Path) -> Result<Box<dyn Read>, ReadError> {
-        let file: Box<dyn std::io::BufRead> = if remote::is_url(path) {
-            Box::new(BufReader::with_capacity(256 << 10, Input::open(path)?.reader()?))
-        } else {
-            Box::new(BufReader::with_capacity(256 << 10, File::open(path)?))
-        };
+        let file = storage::sequential(path)?;
         Ok(match self {
             Compression::None => Box::new(file),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(file)),
