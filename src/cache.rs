@@ -26,7 +26,7 @@ const EDGE: u64 = 64 << 10;
 
 /// How a cached scan went.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CacheStats {
+pub(crate) struct CacheStats {
     /// Files whose result came from the cache.
     pub hits: usize,
     /// Files checked.
@@ -35,12 +35,12 @@ pub struct CacheStats {
 
 /// Checks `files` through the cache at `dir`: hits are read back, misses
 /// checked (in parallel, each file as one scan) and kept.
-pub fn scan_cached(validator: &Validator, files: &[DataFile], opts: &ScanOptions, dir: &Path) -> Partial {
+pub(crate) fn scan_cached(validator: &Validator, files: &[DataFile], opts: &ScanOptions, dir: &Path) -> Partial {
     scan_cached_stats(validator, files, opts, dir).0
 }
 
 /// [`scan_cached`], with how many files came from the cache.
-pub fn scan_cached_stats(
+pub(crate) fn scan_cached_stats(
     validator: &Validator,
     files: &[DataFile],
     opts: &ScanOptions,

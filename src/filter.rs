@@ -29,11 +29,11 @@ use crate::source::Format;
 use crate::violations::{self, Spill};
 
 /// The manifest's name in the output folder.
-pub const MANIFEST: &str = "preflight-filter.json";
+pub(crate) const MANIFEST: &str = "preflight-filter.json";
 
 /// What a filter run did.
 #[derive(Debug, Serialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// Every file written, in file order.
     pub files: Vec<Filtered>,
     /// Files not written, and why.
@@ -42,7 +42,7 @@ pub struct Manifest {
 
 /// One file copied without its bad rows.
 #[derive(Debug, Serialize)]
-pub struct Filtered {
+pub(crate) struct Filtered {
     /// The input, as reports name it.
     pub file: String,
     /// The copy, relative to the output folder.
@@ -57,7 +57,7 @@ pub struct Filtered {
 
 /// Checks the plan's data and writes the copies and the manifest to
 /// `out_dir`. The check's report comes back beside the manifest.
-pub fn filter(plan: &Plan, out_dir: &Path) -> Result<(Report, Manifest), Report> {
+pub(crate) fn filter(plan: &Plan, out_dir: &Path) -> Result<(Report, Manifest), Report> {
     let crate::Prepared {
         validator,
         files,

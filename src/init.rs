@@ -126,7 +126,7 @@ fn past(column: &str, reaches: &str, bound: &str) -> String {
 /// A proposed schema, where the data already breaks the model's bounds,
 /// and the PATHs it was not made from.
 #[derive(Debug, Default)]
-pub struct Proposal {
+pub(crate) struct Proposal {
     /// The schema as YAML text; its `dataset.files` lists the PATHs
     /// profiled (relative to the schema's folder), so `preflight check`
     /// with no PATH checks what `init` saw.
@@ -140,7 +140,7 @@ pub struct Proposal {
 /// Proposes a schema for the data at `paths` (and the model at `model`, a
 /// folder with config.json); `schema_dir` is where the schema will live,
 /// which model references and `dataset.files` are relative to.
-pub fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<Proposal, String> {
+pub(crate) fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<Proposal, String> {
     let Draft {
         text,
         used,

@@ -38,6 +38,8 @@
 
 // The modules in three groups, from the command line down; a group imports
 // only from itself and the groups below it.
+#![warn(unreachable_pub)]
+
 #[cfg(feature = "cli")]
 pub mod cli;
 pub(crate) mod filter;

@@ -74,7 +74,7 @@ pub struct Pairing {
 
 /// The directory PATH among `args` that `file` was found under, for
 /// [`crate::scan::WorkUnit`]s checked apart from their run.
-pub fn root_of(file: &Path, args: &[PathBuf]) -> Option<PathBuf> {
+pub(crate) fn root_of(file: &Path, args: &[PathBuf]) -> Option<PathBuf> {
     args.iter()
         .filter(|d| file.starts_with(d) && is_folder(d))
         .max_by_key(|d| d.as_os_str().len())

@@ -6,13 +6,13 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Progress over units of work.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
 }
 
 impl Progress {
     /// A bar over `total` units, drawn on stderr if `visible`.
-    pub fn new(visible: bool, total: u64) -> Progress {
+    pub(crate) fn new(visible: bool, total: u64) -> Progress {
         let bar = if visible {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             if let Ok(style) =
@@ -28,7 +28,7 @@ impl Progress {
     }
 
     /// One more unit done.
-    pub fn inc(&self) {
+    pub(crate) fn inc(&self) {
         self.bar.inc(1);
         if !self.bar.is_hidden() {
             let (requests, bytes) = crate::source::storage::remote::traffic();
@@ -42,7 +42,7 @@ impl Progress {
     }
 
     /// Clears the bar.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.bar.finish_and_clear();
     }
 }

@@ -13,12 +13,12 @@
 use std::borrow::Cow;
 
 /// What a credential is replaced by.
-pub const REDACTED: &str = "REDACTED";
+pub(crate) const REDACTED: &str = "REDACTED";
 
 /// Query parameters that carry credentials (lower case): AWS SigV4 and
 /// SigV2, GCS V4 and V2, Azure SAS, and the generic names OAuth and API
 /// gateways use.
-pub const PARAMS: [&str; 16] = [
+pub(crate) const PARAMS: [&str; 16] = [
     "x-amz-signature",
     "x-amz-credential",
     "x-amz-security-token",
@@ -39,14 +39,14 @@ pub const PARAMS: [&str; 16] = [
 
 /// Whether a query parameter's name is one of [`PARAMS`] (any case,
 /// percent-escapes decoded).
-pub fn is_secret(name: &str) -> bool {
+pub(crate) fn is_secret(name: &str) -> bool {
     let name = percent_decode(name).to_ascii_lowercase();
     PARAMS.contains(&name.as_str())
 }
 
 /// A PATH as outputs show it: for a URL, its credentials redacted (see the
 /// module's docs); anything else as it is.
-pub fn url(path: &str) -> Cow<'_, str> {
+pub(crate) fn url(path: &str) -> Cow<'_, str> {
     let Some(at) = path.find("://") else {
         return Cow::Borrowed(path);
     };
@@ -113,7 +113,7 @@ fn ends_url(c: char) -> bool {
 /// `?NAME=` / `&NAME=` of a [`PARAMS`] name redacted wherever it stands (a
 /// file name cut from a presigned URL). Punctuation that ends a sentence
 /// after a value (`:`, `.`, `;`) stays.
-pub fn text(message: &str) -> Cow<'_, str> {
+pub(crate) fn text(message: &str) -> Cow<'_, str> {
     if !message.contains("://") && !message.contains('=') {
         return Cow::Borrowed(message);
     }

@@ -36,7 +36,7 @@ static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Removes the spill folders and half-written outputs of this process; the
 /// binary calls it before exiting on Ctrl-C.
-pub fn clean_up() {
+pub(crate) fn clean_up() {
     if let Ok(paths) = PENDING.lock() {
         for p in paths.iter() {
             let _ = if p.is_dir() {
@@ -98,7 +98,7 @@ impl UnitSpill {
     /// those before row `before` (all of them for `None`); the rest stay in
     /// `log` for a later write (a document still open when they were found
     /// may yet add its own violation at its first row, before them).
-    pub fn write_before(&mut self, log: &mut Vec<Logged>, before: Option<u64>) -> io::Result<()> {
+    pub(crate) fn write_before(&mut self, log: &mut Vec<Logged>, before: Option<u64>) -> io::Result<()> {
         if log.is_empty() {
             return Ok(());
         }
@@ -119,7 +119,7 @@ impl UnitSpill {
         Ok(())
     }
 
-    pub fn finish(self) -> io::Result<()> {
+    pub(crate) fn finish(self) -> io::Result<()> {
         match self.out {
             Some(mut out) => out.flush(),
             None => Ok(()),
@@ -250,7 +250,7 @@ pub(crate) fn rows_of(spill: &Spill, file: usize) -> io::Result<Vec<u64>> {
 
 /// The formats `--violations-out` writes, by the file's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutFormat {
+pub(crate) enum OutFormat {
     Jsonl,
     Csv,
     Parquet,
@@ -258,7 +258,7 @@ pub enum OutFormat {
 
 impl OutFormat {
     /// The format `path`'s extension names.
-    pub fn of(path: &Path) -> Result<OutFormat, String> {
+    pub(crate) fn of(path: &Path) -> Result<OutFormat, String> {
         let ext = path
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
@@ -303,7 +303,7 @@ impl Record<'_> {
 
 /// Writes every spilled violation of the run to `out` (atomically), files
 /// named by `files` (the run's sorted file list); returns how many.
-pub fn write(spill: &Spill, out: &Path, files: &[String], validator: &Validator) -> Result<u64, String> {
+pub(crate) fn write(spill: &Spill, out: &Path, files: &[String], validator: &Validator) -> Result<u64, String> {
     let format = OutFormat::of(out)?;
     let name = out
         .file_name()

@@ -128,7 +128,7 @@ impl ColumnCheck {
 
     /// Judges a whole number.
     #[inline]
-    pub fn judge_int(&self, v: i128) -> Verdict {
+    pub(crate) fn judge_int(&self, v: i128) -> Verdict {
         let ok = match &self.interval {
             Some(i) => i.contains(v),
             None => self.allowed_whole.binary_search(&v).is_ok(),
@@ -137,7 +137,7 @@ impl ColumnCheck {
     }
 
     /// Judges a float as stored.
-    pub fn judge_float(&self, v: f64) -> Verdict {
+    pub(crate) fn judge_float(&self, v: f64) -> Verdict {
         match &self.spec.values {
             ValueRule::Class { .. } | ValueRule::Index { .. } => match crate::schema::float_to_whole(v) {
                 Some(w) => self.judge_int(w),
@@ -165,7 +165,7 @@ impl ColumnCheck {
     }
 
     /// Judges a string.
-    pub fn judge_str(&self, s: &str) -> Verdict {
+    pub(crate) fn judge_str(&self, s: &str) -> Verdict {
         match &self.spec.values {
             ValueRule::Class { .. } | ValueRule::Index { .. } => Verdict::NotInteger,
             ValueRule::ClassNames { classes } => {
@@ -187,7 +187,7 @@ impl ColumnCheck {
     }
 
     /// Whether this column tracks the smallest value (for the 1-indexed hint).
-    pub fn tracks_min(&self) -> bool {
+    pub(crate) fn tracks_min(&self) -> bool {
         matches!(self.spec.values, ValueRule::Class { .. })
     }
 }

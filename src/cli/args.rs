@@ -8,13 +8,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// Catch bad training data before it reaches the GPU.
 #[derive(Debug, Parser)]
 #[command(name = "preflight", version, long_version = crate::LONG_VERSION, about)]
-pub struct Args {
+pub(super) struct Args {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(super) enum Command {
     /// Check data files against a schema. Exit status: 0 clean, 1 violations,
     /// 2 something could not be checked.
     Check(CheckArgs),
@@ -108,7 +108,7 @@ pub enum Command {
 
 /// Which JSON Schema `preflight schema --json-schema` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum JsonSchemaOf {
+pub(super) enum JsonSchemaOf {
     /// preflight.yaml (schemas/json/preflight.schema.json)
     Yaml,
     /// The JSON report of `--format json` (schemas/json/report.schema.json)
@@ -116,7 +116,7 @@ pub enum JsonSchemaOf {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct CheckArgs {
+pub(super) struct CheckArgs {
     /// The schema file [default: preflight.yaml]
     #[arg(short, long, value_name = "SCHEMA")]
     pub schema: Option<PathBuf>,
@@ -174,7 +174,7 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(super) enum Format {
     /// Diagnostics for people
     Human,
     /// One JSON document (its keys are described in the docs, "JSON report")

@@ -35,7 +35,7 @@ fn handle_interrupts() {
 }
 
 /// `preflight check`: files, or an Arrow IPC stream on stdin (`-`).
-pub fn run(a: CheckArgs) -> u8 {
+pub(super) fn run(a: CheckArgs) -> u8 {
     handle_interrupts();
     let started = Instant::now();
     let schema = a.schema.clone().unwrap_or_else(|| "preflight.yaml".into());

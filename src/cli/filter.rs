@@ -10,7 +10,7 @@ use super::render;
 
 /// Checks, writes the copies and the manifest, prints the check's report
 /// and a line on what was written (stderr).
-pub fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, out: &Path, jobs: Option<usize>, format: Format) -> u8 {
+pub(super) fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, out: &Path, jobs: Option<usize>, format: Format) -> u8 {
     let plan = Plan {
         schema: schema.unwrap_or_else(|| "preflight.yaml".into()),
         paths,

@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 
 /// The JSON Schema of `preflight.yaml`, as init writes it beside the schema.
-pub const JSON_SCHEMA_FILE: &str = "preflight.schema.json";
+pub(super) const JSON_SCHEMA_FILE: &str = "preflight.schema.json";
 
 /// Writes the proposed schema to `output` (refusing to overwrite unless
 /// `force`), after checking that `check` would accept it.
-pub fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) -> u8 {
+pub(super) fn run(paths: &[PathBuf], model: Option<&Path>, output: &Path, force: bool) -> u8 {
     if output.exists() && !force {
         eprintln!("error: {} exists; pass --force to overwrite it", output.display());
         return 2;

@@ -9,7 +9,7 @@ use super::args::Format;
 use super::render;
 
 /// `preflight merge`: partial reports into the report of the whole.
-pub fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool, strict: bool) -> u8 {
+pub(super) fn run(paths: &[std::path::PathBuf], format: Format, keep_partial: bool, strict: bool) -> u8 {
     let mut docs = Vec::with_capacity(paths.len());
     for path in paths {
         let shown = path.display().to_string();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::{Plan, ScanOptions};
 
 /// Prints the units of the check `schema` and `paths` describe.
-pub fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, split_bytes: u64) -> u8 {
+pub(super) fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, split_bytes: u64) -> u8 {
     let plan = Plan {
         schema: schema.unwrap_or_else(|| "preflight.yaml".into()),
         paths,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::args::JsonSchemaOf;
 
 /// Prints the schema resolved (warnings on stderr), or a JSON Schema.
-pub fn run(schema: Option<PathBuf>, json_schema: Option<JsonSchemaOf>) -> u8 {
+pub(super) fn run(schema: Option<PathBuf>, json_schema: Option<JsonSchemaOf>) -> u8 {
     if let Some(of) = json_schema {
         let text = match of {
             JsonSchemaOf::Yaml => crate::schema::JSON_SCHEMA,

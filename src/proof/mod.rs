@@ -8,8 +8,8 @@
 mod judge;
 mod stats;
 
-pub use judge::{Bounds, Judge};
-pub use stats::UnitStats;
+pub(crate) use judge::{Bounds, Judge};
+pub(crate) use stats::UnitStats;
 
 /// The valid whole numbers of a rule: `lo..=hi` plus `extra`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -21,7 +21,7 @@ pub(crate) struct Interval {
 
 impl Interval {
     #[inline]
-    pub fn contains(&self, v: i128) -> bool {
+    pub(crate) fn contains(&self, v: i128) -> bool {
         (self.lo <= v && v <= self.hi) || self.extra == Some(v)
     }
 }

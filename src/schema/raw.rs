@@ -164,7 +164,7 @@ pub(crate) struct RawPairFull {
 
 impl RawPair {
     /// The spec, or why it cannot be used.
-    pub fn resolve(&self) -> Result<super::PairSpec, String> {
+    pub(crate) fn resolve(&self) -> Result<super::PairSpec, String> {
         let spec = match self {
             RawPair::Dir(dir) => super::PairSpec {
                 dir: dir.clone(),

@@ -64,18 +64,18 @@ use crate::source::storage::Input;
 
 /// Rows whose input text adds up to this many bytes end a batch early, so a
 /// batch of very wide rows stays small and its `i32` offsets cannot overflow.
-pub const BATCH_BYTES: usize = 64 << 20;
+pub(super) const BATCH_BYTES: usize = 64 << 20;
 
 /// List elements (all nesting levels) that end a batch early.
-pub const BATCH_ELEMENTS: usize = 1 << 20;
+pub(super) const BATCH_ELEMENTS: usize = 1 << 20;
 
 /// The largest single record (CSV) or line (JSON Lines) accepted; larger ones
 /// are an error rather than an unbounded allocation (e.g. an unbalanced quote).
-pub const MAX_RECORD_BYTES: usize = 256 << 20;
+pub(super) const MAX_RECORD_BYTES: usize = 256 << 20;
 
 /// How a file is compressed, by its final extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
+pub(super) enum Compression {
     /// Plain text.
     None,
     /// `.gz` (possibly several concatenated members).
@@ -86,7 +86,7 @@ pub enum Compression {
 
 impl Compression {
     /// The compression a path's final extension names.
-    pub fn of(path: &Path) -> Compression {
+    pub(super) fn of(path: &Path) -> Compression {
         let path = crate::source::storage::remote::without_query(path);
         let ext = path
             .extension()
@@ -101,7 +101,7 @@ impl Compression {
 }
 
 /// The lower-cased extension of the data inside: `x.tsv.gz` -> `tsv`.
-pub fn inner_extension(path: &Path) -> Option<String> {
+pub(super) fn inner_extension(path: &Path) -> Option<String> {
     let path = crate::source::storage::remote::without_query(path);
     let path = path.as_ref();
     let inner = match Compression::of(path) {
@@ -118,7 +118,7 @@ pub fn inner_extension(path: &Path) -> Option<String> {
 /// so. The reader is unbuffered on the decompressed side; callers buffer.
 /// An object in storage is read in order by ranged requests
 /// ([`Input::reader`]), never staged to disk.
-pub fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, ReadError> {
+pub(super) fn open_decompressed(path: &Path) -> Result<Box<dyn Read + Send>, ReadError> {
     let file = Input::open(path)?.reader()?;
     Ok(match Compression::of(path) {
         Compression::None => Box::new(file),
@@ -145,7 +145,7 @@ const KIND_NAMES: [&str; KINDS] = ["null", "int64", "uint64", "float64", "bool",
 
 /// A number parsed from text.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Number {
+pub(crate) enum Number {
     /// Fits an `i64`.
     I64(i64),
     /// Above `i64::MAX`, fits a `u64`.
@@ -156,7 +156,7 @@ pub enum Number {
 
 /// Parses trimmed cell text as a number: integers as `i64`, else `u64`,
 /// else (fractions, exponents, `nan`, `inf`, `Infinity`, huge integers) `f64`.
-pub fn parse_number(t: &[u8]) -> Option<Number> {
+pub(super) fn parse_number(t: &[u8]) -> Option<Number> {
     let first = *t.first()?;
     // The common case first: a decimal integer of at most 18 digits, which
     // no i64 overflows (what `str::parse::<i64>` accepts: a sign, leading
@@ -198,7 +198,7 @@ pub fn parse_number(t: &[u8]) -> Option<Number> {
 /// Collects one column's cells of one batch, then builds one Arrow array
 /// (see the module doc for the types and the union layout).
 #[derive(Debug, Default)]
-pub struct ColumnBuilder {
+pub(crate) struct ColumnBuilder {
     /// Kind of each row.
     kinds: Vec<u8>,
     /// Rows per kind.
@@ -220,12 +220,12 @@ pub struct ColumnBuilder {
 
 impl ColumnBuilder {
     /// An empty builder.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Rows pushed so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.kinds.len()
     }
 
@@ -235,12 +235,12 @@ impl ColumnBuilder {
     }
 
     /// Appends a null.
-    pub fn push_null(&mut self) {
+    pub(crate) fn push_null(&mut self) {
         self.tag(K_NULL);
     }
 
     /// Appends an `i64`.
-    pub fn push_i64(&mut self, v: i64) {
+    pub(crate) fn push_i64(&mut self, v: i64) {
         if self.counts[K_I64 as usize] == 0 || v < self.min_i64 {
             self.min_i64 = v;
         }
@@ -249,32 +249,32 @@ impl ColumnBuilder {
     }
 
     /// Appends a `u64`.
-    pub fn push_u64(&mut self, v: u64) {
+    pub(crate) fn push_u64(&mut self, v: u64) {
         self.u64s.push(v);
         self.tag(K_U64);
     }
 
     /// Appends an `f64`.
-    pub fn push_f64(&mut self, v: f64) {
+    pub(crate) fn push_f64(&mut self, v: f64) {
         self.f64s.push(v);
         self.tag(K_F64);
     }
 
     /// Appends a boolean.
-    pub fn push_bool(&mut self, v: bool) {
+    pub(crate) fn push_bool(&mut self, v: bool) {
         self.bools.push(v);
         self.tag(K_BOOL);
     }
 
     /// Appends a string.
-    pub fn push_str(&mut self, s: &str) {
+    pub(crate) fn push_str(&mut self, s: &str) {
         self.str_data.extend_from_slice(s.as_bytes());
         self.str_ends.push(self.str_data.len());
         self.tag(K_STR);
     }
 
     /// Appends a parsed number.
-    pub fn push_number(&mut self, n: Number) {
+    pub(crate) fn push_number(&mut self, n: Number) {
         match n {
             Number::I64(v) => self.push_i64(v),
             Number::U64(v) => self.push_u64(v),
@@ -284,7 +284,7 @@ impl ColumnBuilder {
 
     /// Appends a text cell (CSV): blank is null, a number is a number, any
     /// other text is a string (kept as is; invalid UTF-8 replaced by U+FFFD).
-    pub fn push_text_cell(&mut self, raw: &[u8]) {
+    pub(crate) fn push_text_cell(&mut self, raw: &[u8]) {
         let t = raw.trim_ascii();
         if t.is_empty() {
             self.push_null();
@@ -298,12 +298,12 @@ impl ColumnBuilder {
 
     /// The builder for list elements; call [`ColumnBuilder::end_list`] after
     /// pushing a list's elements into it.
-    pub fn list_child(&mut self) -> &mut ColumnBuilder {
+    pub(crate) fn list_child(&mut self) -> &mut ColumnBuilder {
         self.child.get_or_insert_with(Box::default)
     }
 
     /// Closes a list whose elements were pushed into [`Self::list_child`].
-    pub fn end_list(&mut self) {
+    pub(crate) fn end_list(&mut self) {
         let end = self.list_child().len();
         self.list_ends.push(end);
         self.tag(K_LIST);
@@ -311,7 +311,7 @@ impl ColumnBuilder {
 
     /// Builds the array (see the module doc). Errors only when the batch's
     /// text or list data exceeds what `i32` offsets can address.
-    pub fn finish(self) -> Result<ArrayRef, ReadError> {
+    pub(crate) fn finish(self) -> Result<ArrayRef, ReadError> {
         let len = self.kinds.len();
         let nulls = self.counts[K_NULL as usize];
         let present: Vec<u8> = (1..KINDS as u8).filter(|&k| self.counts[k as usize] > 0).collect();
@@ -425,7 +425,7 @@ impl ColumnBuilder {
 /// Finishes `builders` (one per projected column, left empty for the next
 /// batch) into a [`Batch`] of `rows` rows whose first row is `first_row`.
 /// `names` are the projected columns' names, in projection order.
-pub fn take_batch(
+pub(super) fn take_batch(
     names: &[&str],
     builders: &mut [ColumnBuilder],
     rows: usize,
@@ -684,7 +684,7 @@ pub(crate) mod test_util {
     use std::process::Command;
 
     /// Whether the test Python can import all of `modules`.
-    pub fn py_has(modules: &str) -> bool {
+    pub(crate) fn py_has(modules: &str) -> bool {
         Command::new(crate::source::test_python())
             .args(["-c", &format!("import {modules}")])
             .output()
@@ -693,7 +693,7 @@ pub(crate) mod test_util {
 
     /// Runs a Python script in `dir`; panics when one of `modules` is
     /// missing (run ./run-tests.sh) or the script fails. Returns true.
-    pub fn python(dir: &Path, modules: &str, script: &str) -> bool {
+    pub(crate) fn python(dir: &Path, modules: &str, script: &str) -> bool {
         assert!(py_has(modules), "the test Python lacks {modules}: run ./run-tests.sh");
         let out = Command::new(crate::source::test_python())
             .current_dir(dir)
@@ -709,7 +709,7 @@ pub(crate) mod test_util {
     }
 
     /// Every batch of unit 0.
-    pub fn read_all(src: &dyn Source, projection: &[usize]) -> Result<Vec<Batch>, ReadError> {
+    pub(crate) fn read_all(src: &dyn Source, projection: &[usize]) -> Result<Vec<Batch>, ReadError> {
         let mut out = Vec::new();
         src.read(0, projection, &mut |b| {
             out.push(b);
@@ -719,7 +719,7 @@ pub(crate) mod test_util {
     }
 
     /// The columns of a file that reads as exactly one batch.
-    pub fn one_batch(src: &dyn Source, projection: &[usize]) -> Vec<arrow::array::ArrayRef> {
+    pub(crate) fn one_batch(src: &dyn Source, projection: &[usize]) -> Vec<arrow::array::ArrayRef> {
         let batches = read_all(src, projection).expect("read");
         assert_eq!(batches.len(), 1);
         assert_eq!(batches[0].first_row, 0);
@@ -727,14 +727,14 @@ pub(crate) mod test_util {
     }
 
     /// Compresses a file with the zstd crate (for when `zstandard` is absent).
-    pub fn zstd_file(from: &Path, to: &Path) {
+    pub(crate) fn zstd_file(from: &Path, to: &Path) {
         let data = std::fs::read(from).expect("read");
         let packed = zstd::encode_all(data.as_slice(), 3).expect("zstd");
         std::fs::write(to, packed).expect("write");
     }
 
     /// Deterministic pseudo-random bytes.
-    pub fn garbage(len: usize, seed: u64) -> Vec<u8> {
+    pub(crate) fn garbage(len: usize, seed: u64) -> Vec<u8> {
         let mut x = seed | 1;
         (0..len)
             .map(|_| {

@@ -43,7 +43,7 @@ pub(crate) struct Decoder {
 impl Decoder {
     /// A decoder of the columns at `projection` (sorted), for a file whose
     /// schema is already known.
-    pub fn with_schema(schema: FbSchema<'_>, projection: Option<Vec<usize>>) -> Result<Decoder, ReadError> {
+    pub(crate) fn with_schema(schema: FbSchema<'_>, projection: Option<Vec<usize>>) -> Result<Decoder, ReadError> {
         let mut decoder = Decoder {
             projection,
             ..Decoder::default()
@@ -53,7 +53,7 @@ impl Decoder {
     }
 
     /// The same decoder, decoding only the columns at `projection` (sorted).
-    pub fn project(mut self, projection: Vec<usize>) -> Decoder {
+    pub(crate) fn project(mut self, projection: Vec<usize>) -> Decoder {
         self.projection = Some(projection);
         self
     }
@@ -71,7 +71,12 @@ impl Decoder {
 
     /// Decodes the message in `bytes` (flatbuffer at `flat`, body at `body`):
     /// `Some` batch for a record batch.
-    pub fn decode(&mut self, bytes: &Buffer, flat: usize, body: usize) -> Result<Option<RecordBatch>, ReadError> {
+    pub(crate) fn decode(
+        &mut self,
+        bytes: &Buffer,
+        flat: usize,
+        body: usize,
+    ) -> Result<Option<RecordBatch>, ReadError> {
         let message = parse(&bytes.as_slice()[flat..body])?;
         let data = bytes.slice(body);
         let version = message.version();

@@ -43,7 +43,7 @@ fn bad(what: &str) -> ReadError {
 
 impl Delta {
     /// The stream in `data[range]` of a column of `bits`-bit integers.
-    pub fn new(data: &[u8], range: std::ops::Range<usize>, bits: u32) -> Result<Self, ReadError> {
+    pub(super) fn new(data: &[u8], range: std::ops::Range<usize>, bits: u32) -> Result<Self, ReadError> {
         let mut d = Delta {
             pos: range.start,
             end: range.end,
@@ -85,7 +85,7 @@ impl Delta {
     }
 
     /// Decodes exactly `out.len()` values.
-    pub fn decode(&mut self, data: &[u8], out: &mut [i64]) -> Result<(), ReadError> {
+    pub(super) fn decode(&mut self, data: &[u8], out: &mut [i64]) -> Result<(), ReadError> {
         if out.len() > self.left {
             return Err(bad(&format!(
                 "the page needs {} more values, its header holds {}",

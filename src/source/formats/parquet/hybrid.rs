@@ -59,7 +59,7 @@ pub(super) struct Hybrid {
 
 impl Hybrid {
     /// A hybrid stream of `width`-bit values in `data[range]`.
-    pub fn new(range: std::ops::Range<usize>, width: u32) -> Result<Self, ReadError> {
+    pub(super) fn new(range: std::ops::Range<usize>, width: u32) -> Result<Self, ReadError> {
         if width > 32 {
             return Err(ReadError::new(format!(
                 "a bit width of {width} is more than 32, corrupt RLE data"
@@ -69,7 +69,7 @@ impl Hybrid {
     }
 
     /// The deprecated bit-packed encoding of `values` levels of `width` bits.
-    pub fn packed(range: std::ops::Range<usize>, width: u32, values: usize) -> Self {
+    pub(super) fn packed(range: std::ops::Range<usize>, width: u32, values: usize) -> Self {
         let mut h = Self::with(Mode::Packed, range.clone(), width);
         h.bit = range.start * 8;
         h.packed_left = values;
@@ -77,7 +77,7 @@ impl Hybrid {
     }
 
     /// A stream of zeros (no levels stored).
-    pub fn zeros() -> Self {
+    pub(super) fn zeros() -> Self {
         let mut h = Self::with(Mode::Zeros, 0..0, 0);
         h.repeat_left = usize::MAX;
         h
@@ -101,7 +101,7 @@ impl Hybrid {
 
     /// The current run, at most `max` long (`max` > 0); an error where the
     /// bytes end first.
-    pub fn run(&mut self, data: &[u8], max: usize) -> Result<Run, ReadError> {
+    pub(super) fn run(&mut self, data: &[u8], max: usize) -> Result<Run, ReadError> {
         loop {
             if self.repeat_left > 0 {
                 return Ok(Run::Repeat(self.repeat, self.repeat_left.min(max)));
@@ -118,7 +118,7 @@ impl Hybrid {
     }
 
     /// Consumes `k` values of the current run (as returned by [`Hybrid::run`]).
-    pub fn advance(&mut self, k: usize) {
+    pub(super) fn advance(&mut self, k: usize) {
         if self.repeat_left > 0 {
             self.repeat_left -= k;
         } else {
@@ -127,7 +127,7 @@ impl Hybrid {
     }
 
     /// Decodes exactly `out.len()` values into `out`.
-    pub fn decode(&mut self, data: &[u8], out: &mut [u32]) -> Result<(), ReadError> {
+    pub(super) fn decode(&mut self, data: &[u8], out: &mut [u32]) -> Result<(), ReadError> {
         let mut done = 0;
         while done < out.len() {
             match self.run(data, out.len() - done)? {
@@ -154,7 +154,7 @@ impl Hybrid {
 
     /// Skips the next `k` values; a bit-packed run is stepped over without
     /// unpacking it.
-    pub fn skip(&mut self, data: &[u8], mut k: usize) -> Result<(), ReadError> {
+    pub(super) fn skip(&mut self, data: &[u8], mut k: usize) -> Result<(), ReadError> {
         while k > 0 {
             if self.repeat_left == 0 && self.lit_at == self.lit_len && self.packed_left > 0 {
                 let m = self.packed_left.min(k);
@@ -176,7 +176,7 @@ impl Hybrid {
 
     /// Walks the next `n` values: how many of them are `count`, or `None`
     /// as soon as one is neither `count` nor `allow`.
-    pub fn count_only(
+    pub(super) fn count_only(
         &mut self,
         data: &[u8],
         n: usize,
@@ -218,7 +218,7 @@ impl Hybrid {
     /// packed run up to 64 values per load, its 0s found by counting zeros, so a
     /// long row costs a few operations, not one per value. Returns (values
     /// walked, 0s found); a value above 1 is an error.
-    pub fn row_starts(
+    pub(super) fn row_starts(
         &mut self,
         data: &[u8],
         max: usize,
@@ -474,7 +474,7 @@ pub(super) mod tests {
     /// Encodes values in the hybrid encoding: runs of 8+ equal values as
     /// repeats, the rest bit-packed in groups of 8 (a short last group
     /// padded with zeros).
-    pub fn encode(values: &[u32], width: u32) -> Vec<u8> {
+    pub(crate) fn encode(values: &[u32], width: u32) -> Vec<u8> {
         let mut out = Vec::new();
         let varint = |out: &mut Vec<u8>, mut v: u64| loop {
             let b = (v & 0x7f) as u8;

@@ -115,7 +115,7 @@ pub(super) enum Whole {
 
 impl<'f> PageWalker<'f> {
     /// Pages of the chunk at `start..start + len` of `file`.
-    pub fn new(
+    pub(super) fn new(
         file: &'f Blob,
         start: u64,
         len: u64,
@@ -147,20 +147,20 @@ impl<'f> PageWalker<'f> {
 
     /// Ends the walk at file offset `end` (before the chunk's end): a walk
     /// over the dictionary page alone.
-    pub fn end_at(&mut self, end: u64) {
+    pub(super) fn end_at(&mut self, end: u64) {
         self.end = self.end.min(end);
     }
 
     /// Treat v2 data pages as compressed whatever their headers say (see
     /// `patched`).
-    pub fn v2_always_compressed(mut self, yes: bool) -> Self {
+    pub(super) fn v2_always_compressed(mut self, yes: bool) -> Self {
         self.v2_always_compressed = yes;
         self
     }
 
     /// The value encodings of the chunk's data pages (Parquet's codes,
     /// sorted, without repeats), from the page headers alone.
-    pub fn data_encodings(&mut self) -> Result<Vec<i32>, ReadError> {
+    pub(super) fn data_encodings(&mut self) -> Result<Vec<i32>, ReadError> {
         let mut found = Vec::new();
         while let Some((header, _, _)) = self.next_header()? {
             if let Kind::DataV1 { encoding, .. } | Kind::DataV2 { encoding, .. } = header.kind
@@ -177,7 +177,7 @@ impl<'f> PageWalker<'f> {
     /// (cleared first, its capacity reused); `None` at the end of the chunk.
     /// Memory follows the bytes a page really decompresses to, never a size
     /// its header claims beyond what the codec can reach.
-    pub fn next_whole_page(&mut self, out: &mut Vec<u8>) -> Result<Option<Whole>, ReadError> {
+    pub(super) fn next_whole_page(&mut self, out: &mut Vec<u8>) -> Result<Option<Whole>, ReadError> {
         out.clear();
         loop {
             let Some((header, at, body)) = self.next_header()? else {
@@ -326,7 +326,7 @@ impl<'f> PageWalker<'f> {
     /// decompressing, claim no more than the codec can expand the page's
     /// bytes to (a few bytes claiming 2 GiB must be an error, not 2 GiB of
     /// memory).
-    pub fn vet(&mut self) -> Result<(), ReadError> {
+    pub(super) fn vet(&mut self) -> Result<(), ReadError> {
         let ratio = fill_ratio(self.codec);
         while let Some((header, at, _)) = self.next_header()? {
             let compressed = header.compressed as u64;
@@ -344,7 +344,7 @@ impl<'f> PageWalker<'f> {
 
     /// Where the chunk's v2 data page headers say `is_compressed = false`:
     /// the file offset of each byte holding that flag.
-    pub fn uncompressed_v2_flags(&mut self) -> Result<Vec<u64>, ReadError> {
+    pub(super) fn uncompressed_v2_flags(&mut self) -> Result<Vec<u64>, ReadError> {
         let mut flags = Vec::new();
         while let Some((header, at, _)) = self.next_header()? {
             if let Kind::DataV2 {
@@ -363,7 +363,7 @@ impl<'f> PageWalker<'f> {
     /// value is one of its entries); `None` when a data page is encoded
     /// otherwise (a writer's fallback to plain once its dictionary grew
     /// too large), or there is no dictionary page, or more than one.
-    pub fn dictionary(&mut self) -> Result<Option<(usize, Vec<u8>)>, ReadError> {
+    pub(super) fn dictionary(&mut self) -> Result<Option<(usize, Vec<u8>)>, ReadError> {
         let mut dictionary = None;
         let mut first = true;
         while let Some((header, at, body)) = self.next_header()? {
@@ -390,7 +390,7 @@ impl<'f> PageWalker<'f> {
     }
 
     /// The levels of the next data page, or `None` at the end of the chunk.
-    pub fn next_page(&mut self) -> Result<Option<PageLevels<'_>>, ReadError> {
+    pub(super) fn next_page(&mut self) -> Result<Option<PageLevels<'_>>, ReadError> {
         loop {
             let Some((header, at, body)) = self.next_header()? else {
                 return Ok(None);

@@ -49,7 +49,7 @@ pub(super) struct Patched {
 }
 
 impl Patched {
-    pub fn new(file: Blob, mut flags: Vec<u64>) -> Patched {
+    pub(super) fn new(file: Blob, mut flags: Vec<u64>) -> Patched {
         flags.sort_unstable();
         Patched {
             file,

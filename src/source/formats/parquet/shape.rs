@@ -40,7 +40,7 @@ pub(super) struct ShapeReader<'f> {
 
 impl<'f> ShapeReader<'f> {
     /// `element_def` is the definition level of the list's repeated node.
-    pub fn new(
+    pub(super) fn new(
         pages: PageWalker<'f>,
         max_rep: i16,
         max_def: i16,
@@ -101,7 +101,7 @@ impl<'f> ShapeReader<'f> {
 
     /// The next `n` rows as a list array whose elements are nulls: the
     /// shape of the column, offsets and row nulls exact.
-    pub fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
+    pub(super) fn next_rows(&mut self, n: usize) -> Result<ArrayRef, ReadError> {
         // A row is complete once the next one starts or the chunk ends.
         self.fill(n.saturating_add(1))?;
         let buffered = self.rows.lens.len();
@@ -137,7 +137,7 @@ impl<'f> ShapeReader<'f> {
 
     /// After the last batch: the rest of the chunk must start no further
     /// row.
-    pub fn finish(&mut self) -> Result<(), ReadError> {
+    pub(super) fn finish(&mut self) -> Result<(), ReadError> {
         self.fill(1)?;
         if !self.rows.lens.is_empty() {
             return Err(super::more_rows(self.footer_rows));

@@ -296,7 +296,7 @@ struct Out<T> {
 }
 
 impl<'f, T: Physical> ValueReader<'f, T> {
-    pub fn new(pages: PageWalker<'f>, plan: Plan, footer_rows: u64, judge: Option<Judge>) -> Self {
+    pub(super) fn new(pages: PageWalker<'f>, plan: Plan, footer_rows: u64, judge: Option<Judge>) -> Self {
         // Lists only: a flat column's batch is its values, nothing to spare.
         let proof = judge
             .filter(|_| plan.list.is_some())
@@ -334,7 +334,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
     }
 
     /// Rows per batch that keep a batch's values in cache.
-    pub fn batch_rows(&self) -> usize {
+    pub(super) fn batch_rows(&self) -> usize {
         if self.plan.list.is_some() { 4096 } else { 64 * 1024 }
     }
 
@@ -640,7 +640,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
     /// The next `n` rows as one array of the column's type, and whether
     /// they were proven (then the array is a shape: its elements are
     /// stand-ins, see the module doc).
-    pub fn next_rows(&mut self, n: usize) -> Result<(ArrayRef, bool), ReadError> {
+    pub(super) fn next_rows(&mut self, n: usize) -> Result<(ArrayRef, bool), ReadError> {
         let nullable_elems = self
             .plan
             .list
@@ -951,7 +951,7 @@ impl<'f, T: Physical> ValueReader<'f, T> {
 
     /// After the last batch: the rest of the chunk must start no further
     /// row.
-    pub fn finish(&mut self) -> Result<(), ReadError> {
+    pub(super) fn finish(&mut self) -> Result<(), ReadError> {
         if !self.done && (self.at < self.len || self.refill()?) {
             return Err(super::more_rows(self.footer_rows));
         }

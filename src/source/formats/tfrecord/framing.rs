@@ -80,7 +80,7 @@ pub(super) struct MapRecords {
 
 impl MapRecords {
     /// The next record's (offset, data), `None` at the end of the file.
-    pub fn next_record(&mut self) -> Result<Option<(usize, Bytes)>, ReadError> {
+    pub(super) fn next_record(&mut self) -> Result<Option<(usize, Bytes)>, ReadError> {
         if self.pos == self.data.len() {
             return Ok(None);
         }
@@ -109,7 +109,7 @@ pub(super) struct StreamRecords {
 }
 
 impl StreamRecords {
-    pub fn next_record(&mut self) -> Result<Option<Bytes>, ReadError> {
+    pub(super) fn next_record(&mut self) -> Result<Option<Bytes>, ReadError> {
         let record = self.record;
         let mut h = [0u8; 12];
         let mut n = 0;

@@ -42,7 +42,7 @@ pub(super) struct Skimmed {
 
 impl Skimmed {
     /// (key, kind) of each entry, in record order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Option<FKind>)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&[u8], Option<FKind>)> {
         let mut start = 0;
         self.entries.iter().map(move |&(end, kind)| {
             let key = &self.keys[start..end];
@@ -59,12 +59,12 @@ pub(super) struct Cursor {
 }
 
 impl Cursor {
-    pub fn new(file: PosReader) -> Cursor {
+    pub(super) fn new(file: PosReader) -> Cursor {
         Cursor { file, pos: 0 }
     }
 
     /// `buf.len()` bytes at `at`.
-    pub fn read_at(&mut self, at: u64, buf: &mut [u8]) -> Option<()> {
+    pub(super) fn read_at(&mut self, at: u64, buf: &mut [u8]) -> Option<()> {
         self.file.seek(SeekFrom::Start(at)).ok()?;
         self.file.read_exact(buf).ok()?;
         self.pos = at + buf.len() as u64;
