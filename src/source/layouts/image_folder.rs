@@ -411,6 +411,57 @@ impl Source for ImageRow {
     }
 }
 
+/// Whether objects lie below the prefix `url` names literally (`d[1]/`).
+fn remote_prefix_exists(url: &str) -> bool {
+    let prefix = format!("{}/", url.trim_end_matches('/'));
+    crate::source::storage::remote::list_with_hidden(url)
+        .is_ok_and(|found| found.iter().any(|(u, _)| u.starts_with(&prefix)))
+}
+
+/// `layout: image_folder`: each directory PATH (or directory a glob
+/// matches) is a root; a file PATH is an error (a root is a directory).
+pub(super) fn discover(args: &[PathBuf]) -> Discovered {
+    let mut roots: Vec<(PathBuf, String)> = Vec::new();
+    let mut errors = Vec::new();
+    for arg in args {
+        let shown = arg.to_string_lossy().into_owned();
+        let is_glob = shown.contains(['*', '?', '[']);
+        let remote = crate::source::storage::remote::is_url(arg);
+        if remote && (!is_glob || remote_prefix_exists(&shown)) {
+            // A prefix in storage, its listing read as a tree (a prefix
+            // whose name holds glob characters included, as a local
+            // directory so named is).
+            roots.push((arg.clone(), shown));
+        } else if arg.is_dir() {
+            roots.push((arg.clone(), shown));
+        } else if is_glob && !arg.exists() {
+            let before = roots.len();
+            for p in glob::glob(&shown).into_iter().flatten().flatten() {
+                if p.is_dir() {
+                    let s = p.to_string_lossy().into_owned();
+                    roots.push((p, s));
+                }
+            }
+            if roots.len() == before {
+                errors.push(Error::Discover {
+                    path: shown,
+                    message: "matched no image folder (layout image_folder takes directories)".into(),
+                });
+            }
+        } else {
+            errors.push(Error::Discover {
+                path: shown,
+                message: "not a directory: with layout image_folder a PATH is the root of an image folder (its subdirectories are the classes)".into(),
+            });
+        }
+    }
+    let mut found = list_roots(&roots);
+    errors.append(&mut found.errors);
+    found.errors = errors;
+    super::discover::sort(&mut found.files);
+    found
+}
+
 /// The listing of every root a run names, with the split comparison in
 /// its notes (as (root, message)).
 pub fn list_roots(roots: &[(PathBuf, String)]) -> Discovered {
