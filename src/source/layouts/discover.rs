@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::slice::ParallelSliceMut;
 
-use super::yolo;
+use super::{hf_folders, yolo};
 use crate::error::Error;
 use crate::schema::Layout;
 use crate::source::formats::ipc::datasets;
@@ -86,10 +86,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
         files: Vec::new(),
         shards: Vec::new(),
         errors: Vec::new(),
-        saved: std::collections::BTreeMap::new(),
-        mappings: std::collections::BTreeMap::new(),
-        caches: std::collections::BTreeMap::new(),
-        refused: 0,
+        hf: hf_folders::Folders::default(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
@@ -103,7 +100,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
         found.arg = i;
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        let before = (found.files.len(), found.shards.len(), found.refused);
+        let before = (found.files.len(), found.shards.len(), found.hf.refused());
         let empty = if found.yolo.is_some() && yolo::is_dataset_yaml(arg) {
             // ultralytics' dataset YAML: its splits' images, and their labels.
             match yolo::splits(arg) {
@@ -169,7 +166,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
             continue;
         }
         // A refused `datasets` folder said why it was not read.
-        if found.files.len() == before.0 && found.refused == before.2 {
+        if found.files.len() == before.0 && found.hf.refused() == before.2 {
             if found.shards.len() == before.1 {
                 found.errors.push(Error::Discover {
                     path: shown,
@@ -199,56 +196,11 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
         mut files,
         shards,
         mut errors,
-        saved,
-        mappings,
+        hf,
         yolo,
         ..
     } = found;
-    let mut notes: Vec<(String, String)> = saved
-        .into_iter()
-        .filter_map(|(dir, s)| {
-            let s = s?;
-            (s.skipped > 0).then(|| {
-                (
-                    dir.to_string_lossy().into_owned(),
-                    format!(
-                        "{} .arrow file(s) here that state.json does not list were skipped (datasets cache \
-                         files such as cache-*.arrow from map/filter/shuffle/select, which load_from_disk \
-                         never reads); name one on the command line to check it",
-                        s.skipped
-                    ),
-                )
-            })
-        })
-        .collect();
-    for (dir, n) in mappings {
-        let shown = dir.to_string_lossy().into_owned();
-        if crate::source::storage::remote::is_url(&dir) {
-            // The dataset is the mapping applied to this folder's data,
-            // which is read only from a disk: its stored rows are not the
-            // dataset's, so nothing here is judged.
-            files.retain(|f| f.path.parent() != Some(dir.as_path()));
-            errors.push(Error::Discover {
-                path: shown,
-                message: format!(
-                    "{n} datasets index mapping(s) here (cache-*.arrow holding only an `indices` column, \
-                     written by filter/shuffle/sort/select/train_test_split): the dataset is a mapping \
-                     applied to the data files, which preflight applies only to a folder on a local disk; \
-                     nothing in this folder was read: check a local copy, or the Dataset with the Python \
-                     API's Validator.check_dataset"
-                ),
-            });
-            continue;
-        }
-        notes.push((
-            shown,
-            format!(
-                "{n} datasets index mapping(s) skipped (cache-*.arrow holding only an `indices` column, \
-                 written by shuffle/select/sort/train_test_split: a row order over the data files here, \
-                 not data)"
-            ),
-        ));
-    }
+    let mut notes = hf.finish(&mut files, &mut errors);
     notes.extend(yolo.into_iter().flat_map(yolo::Labels::notes));
     let kept = keep_shard_sets(shards, columns);
     for (i, shown, message) in shards_only {
@@ -268,7 +220,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
 /// dataset written empty: a `save_to_disk` folder whose `state.json` lists
 /// no file, an MDS or LitData `index.json` that lists no shard or chunk.
 fn empty_dataset(dir: &Path) -> Option<&'static str> {
-    if saved_folder(dir).is_some_and(|f| f.listed.is_empty()) {
+    if datasets::saved_files(dir).is_some_and(|listed| listed.is_empty()) {
         return Some(
             "an empty dataset: its state.json (save_to_disk) lists no data files, so there is \
              nothing to check",
@@ -286,19 +238,6 @@ fn empty_dataset(dir: &Path) -> Option<&'static str> {
     None
 }
 
-/// A Hugging Face `save_to_disk` folder: the files its `state.json` lists
-/// (`_data_files`), which are all `load_from_disk` reads.
-struct SavedFolder {
-    listed: Vec<String>,
-    /// `.arrow` files a search met there that the list lacks.
-    skipped: usize,
-}
-
-/// The `state.json` of `dir`, when it is a `save_to_disk` folder's.
-fn saved_folder(dir: &Path) -> Option<SavedFolder> {
-    datasets::saved_files(dir).map(|listed| SavedFolder { listed, skipped: 0 })
-}
-
 /// What the searches of one run found.
 struct Found<'c> {
     columns: &'c [String],
@@ -310,17 +249,8 @@ struct Found<'c> {
     /// Shards (with their format and PATH argument), decided at the end.
     shards: Vec<(Format, usize, DataFile)>,
     errors: Vec<Error>,
-    /// Each folder a search met `.arrow` files in, and whether it is a
-    /// `save_to_disk` folder.
-    saved: std::collections::BTreeMap<PathBuf, Option<SavedFolder>>,
-    /// Per folder in storage, the `datasets` index mappings (`cache-*.arrow`
-    /// of a `shuffle` or `select`) a search skipped.
-    mappings: std::collections::BTreeMap<PathBuf, usize>,
-    /// Per local `load_dataset` cache folder, the `.arrow` files a search
-    /// met there, decided once it ends ([`Found::decide_caches`]).
-    caches: std::collections::BTreeMap<PathBuf, Vec<PathBuf>>,
-    /// Cache folders refused so far (an error each).
-    refused: usize,
+    /// The Hugging Face `datasets` folders the searches met.
+    hf: hf_folders::Folders,
 }
 
 impl Found<'_> {
@@ -404,7 +334,7 @@ impl Found<'_> {
                             .is_some_and(|(_, n)| n.starts_with("cache-") && n.ends_with(".arrow"));
                     if cache && !in_saved {
                         let dir = Path::new(&u).parent().map(Path::to_path_buf).unwrap_or_default();
-                        self.saved.entry(dir).or_insert(None);
+                        self.hf.meet(dir);
                     }
                     if self.remote_searched(Path::new(&u))
                         && !((in_saved || cache) && self.unlisted_arrow(Path::new(&u)))
@@ -445,105 +375,16 @@ impl Found<'_> {
         Format::from_path(url).is_some_and(|f| f.listed(self.columns))
     }
 
-    /// Whether a search should skip `p`: an `.arrow` file in a
-    /// `save_to_disk` folder whose `state.json` does not list it. `datasets`
-    /// writes the cache files of `map`, `filter`, `shuffle` and `select`
-    /// (`cache-*.arrow`; for `shuffle`/`select`, a single `indices` column)
-    /// beside the files of a dataset loaded with `load_from_disk`, and
-    /// `load_from_disk` reads only the files `state.json` lists. A listed
-    /// file that is missing is an error, as `load_from_disk` fails on it.
+    /// Whether a search skips `p`, an `.arrow` file a `datasets` folder
+    /// does not read ([`hf_folders::Folders::skips`]).
     fn unlisted_arrow(&mut self, p: &Path) -> bool {
-        if p.extension().and_then(|e| e.to_str()) != Some("arrow") {
-            return false;
-        }
-        let (Some(dir), Some(name)) = (p.parent(), p.file_name().and_then(|n| n.to_str())) else {
-            return false;
-        };
-        // A local `load_dataset` cache folder is decided as a whole.
-        if !crate::source::storage::remote::is_url(p)
-            && !self.columns.iter().any(|c| c == "indices")
-            && datasets::is_cache_folder(dir)
-        {
-            self.caches.entry(dir.to_path_buf()).or_default().push(p.to_path_buf());
-            return true;
-        }
-        if !self.saved.contains_key(dir) {
-            let folder = saved_folder(dir);
-            if let Some(f) = &folder {
-                for listed in &f.listed {
-                    let plain = !listed.is_empty() && !listed.contains(['/', '\\']) && listed != "." && listed != "..";
-                    if !plain || !crate::source::storage::exists(&dir.join(listed)) {
-                        self.errors.push(Error::Discover {
-                            path: dir.join(listed).to_string_lossy().into_owned(),
-                            message: "listed in state.json (_data_files) but missing from the folder: \
-                                      load_from_disk fails on it"
-                                .into(),
-                        });
-                    }
-                }
-            }
-            self.saved.insert(dir.to_path_buf(), folder);
-        }
-        match self.saved.get_mut(dir) {
-            Some(Some(f)) if !f.listed.iter().any(|l| l == name) => {
-                f.skipped += 1;
-                true
-            }
-            // Elsewhere (a `load_dataset` cache folder), an index mapping
-            // of `shuffle`/`select` is no data, unless the schema asks for
-            // its column.
-            _ if name.starts_with("cache-")
-                && !self.columns.iter().any(|c| c == "indices")
-                && crate::source::formats::ipc::is_datasets_indices(p) =>
-            {
-                *self.mappings.entry(dir.to_path_buf()).or_default() += 1;
-                true
-            }
-            _ => false,
-        }
+        self.hf.skips(p, self.columns, &mut self.errors)
     }
 
-    /// The `.arrow` files a search met in `load_dataset` cache folders: as
-    /// found when the folder holds no index mapping; the dataset a lone
-    /// mapping defines over the folder's only table, in place of that
-    /// table; else nothing, and an error that says why (which mapping the
-    /// training uses is in its code, not in the folder).
+    /// The `load_dataset` cache folders the search met, decided
+    /// ([`hf_folders::Folders::decide_caches`]).
     fn decide_caches(&mut self) {
-        for (dir, found) in std::mem::take(&mut self.caches) {
-            let Some(datasets::Folder::Cache { mappings, tables }) = datasets::folder(&dir) else {
-                self.files.extend(found.into_iter().map(DataFile::new));
-                continue;
-            };
-            let names = |m: &[PathBuf]| -> String {
-                let names: Vec<String> = m
-                    .iter()
-                    .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
-                    .collect();
-                names.join(", ")
-            };
-            let refuse = |why: String| Error::Discover {
-                path: dir.to_string_lossy().into_owned(),
-                message: format!(
-                    "{why}; nothing in this folder was read: name the mapping of the dataset the training uses as PATH (its rows are then read as that dataset's, by index), or a data file to check it as stored"
-                ),
-            };
-            if mappings.len() > 1 || (mappings.len() == 1 && tables.len() != 1) {
-                self.refused += 1;
-            }
-            match (&mappings[..], datasets::cache_base(&tables)) {
-                ([], _) => self.files.extend(found.into_iter().map(DataFile::new)),
-                ([m], Ok(_)) => self.files.push(DataFile::new(m.clone())),
-                ([m], Err(why)) => self.errors.push(refuse(format!(
-                    "a datasets index mapping here ({}), and {why}",
-                    names(std::slice::from_ref(m))
-                ))),
-                (many, _) => self.errors.push(refuse(format!(
-                    "{} datasets index mappings here ({}): each is a dataset (a filter, shuffle, sort, select or train_test_split of the loaded data; train_test_split writes two), and which one the training uses is written nowhere in the folder",
-                    many.len(),
-                    names(many)
-                ))),
-            }
-        }
+        self.hf.decide_caches(&mut self.files, &mut self.errors);
     }
 
     /// Files of a known format below `dir`, hidden entries skipped.

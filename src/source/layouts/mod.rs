@@ -2,5 +2,6 @@
 //! the arguments and the schema's `dataset.files` expanded into data files.
 
 pub mod discover;
+mod hf_folders;
 pub mod image_folder;
 pub mod yolo;
