@@ -23,8 +23,7 @@
 //! reader over ranged reads, its members streamed.
 
 use std::borrow::Cow;
-use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -1102,80 +1101,15 @@ pub struct NpzSource {
     members: Vec<Member>,
 }
 
-type Archive = ZipArchive<Zipped>;
-
-/// An archive's bytes for the zip reader: a local file through a small
-/// buffer, or an object in ranged requests of up to [`ZIP_BLOCK`] (the
-/// directory at its end, then each member streamed), never staged to disk.
-enum Zipped {
-    Local(BufReader<File>),
-    Remote(BufReader<Ranged>),
-}
-
 /// Bytes per request when an archive in storage is read.
 const ZIP_BLOCK: usize = 8 << 20;
 
-/// An object read by position, one ranged request per read.
-struct Ranged {
-    input: Arc<Input>,
-    pos: u64,
-}
-
-impl Read for Ranged {
-    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        let end = self.input.size().min(self.pos.saturating_add(dst.len() as u64));
-        if end <= self.pos {
-            return Ok(0);
-        }
-        let got = self
-            .input
-            .bytes(self.pos..end)
-            .map_err(|e| io::Error::other(e.message))?;
-        dst[..got.len()].copy_from_slice(&got);
-        self.pos += got.len() as u64;
-        Ok(got.len())
-    }
-}
-
-impl io::Seek for Ranged {
-    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
-        let target = match to {
-            io::SeekFrom::Start(p) => Some(p),
-            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-            io::SeekFrom::End(d) => self.input.size().checked_add_signed(d),
-        };
-        self.pos = target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
-        Ok(self.pos)
-    }
-}
-
-impl Read for Zipped {
-    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Zipped::Local(r) => r.read(dst),
-            Zipped::Remote(r) => r.read(dst),
-        }
-    }
-}
-
-impl io::Seek for Zipped {
-    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
-        match self {
-            Zipped::Local(r) => r.seek(to),
-            Zipped::Remote(r) => r.seek(to),
-        }
-    }
-}
+type Archive = ZipArchive<storage::Seekable>;
 
 /// The archive at `path`; an object's read in requests of `block` bytes
 /// (small to read headers, [`ZIP_BLOCK`] to stream members).
 fn open_archive(path: &Path, block: usize) -> Result<Archive, ReadError> {
-    let zipped = if storage::remote::is_url(path) {
-        let input = Arc::new(Input::open(path)?);
-        Zipped::Remote(BufReader::with_capacity(block, Ranged { input, pos: 0 }))
-    } else {
-        Zipped::Local(BufReader::new(File::open(path)?))
-    };
+    let zipped = storage::seekable(path, block)?;
     ZipArchive::new(zipped).map_err(|e| ReadError::new(format!("not a valid .npz (zip) archive: {e}")))
 }
 
@@ -1270,7 +1204,7 @@ impl NpzSource {
 enum Col<'a> {
     /// Streamed in row order (C-ordered data).
     Stream {
-        zf: ZipFile<'a, Zipped>,
+        zf: ZipFile<'a, storage::Seekable>,
         read: u64,
         buf: Vec<u8>,
     },

@@ -8,7 +8,7 @@
 //! the shape they need and this module alone tells a local file from an
 //! object: [`Input`] (ranges over a local map or an object), [`read_whole`]
 //! (a small file), [`head`] (its first bytes), [`sequential`] (a read in
-//! order) and [`stat`]. What a format still decides itself is a strategy,
+//! order), [`seekable`] (reads by position) and [`stat`]. What a format still decides itself is a strategy,
 //! not a location: seeking a local tar or TFRecord file in place where an
 //! object is read by planned ranges.
 
@@ -18,10 +18,12 @@ mod hub;
 mod input;
 mod positioned;
 pub mod remote;
+mod seekable;
 
 pub(crate) use blob::{Blob, Fetched};
 pub(crate) use input::Input;
 pub(crate) use positioned::PosReader;
+pub(crate) use seekable::{Seekable, seekable};
 
 /// Whether a file is there: a local regular file, or an object a listing
 /// found (else one request for its size). Readers ask it of a sidecar (a
