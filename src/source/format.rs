@@ -53,6 +53,18 @@ pub struct Format {
     open: OpenFn,
     companion: Option<(&'static str, &'static str)>,
     opens_by_footer: bool,
+    index: Option<DatasetIndex>,
+}
+
+/// What a format whose files an `index.json` beside them lists says about
+/// a folder: the files the index lists that the folder lacks (name, why),
+/// and why a folder whose index lists none has nothing to check.
+#[derive(Clone, Copy)]
+pub struct DatasetIndex {
+    /// The listed files the folder lacks.
+    pub missing: fn(&Path) -> Vec<(String, String)>,
+    /// Why the folder is an empty dataset, when its index lists no file.
+    pub empty: fn(&Path) -> Option<&'static str>,
 }
 
 impl Format {
@@ -69,6 +81,7 @@ impl Format {
             open,
             companion: None,
             opens_by_footer: false,
+            index: None,
         }
     }
 
@@ -104,6 +117,12 @@ impl Format {
     /// opened alone: naming one is an error saying `why`.
     pub const fn with_companion(mut self, ext: &'static str, why: &'static str) -> Format {
         self.companion = Some((ext, why));
+        self
+    }
+
+    /// Its files are listed by an `index.json` in their folder.
+    pub const fn indexed(mut self, index: DatasetIndex) -> Format {
+        self.index = Some(index);
         self
     }
 
@@ -161,6 +180,16 @@ impl Format {
     /// Whether the first bytes say this format.
     pub(crate) fn sniffs(self, head: &[u8]) -> bool {
         self.sniff.is_some_and(|s| s(head))
+    }
+
+    /// The files this format's dataset index in `dir` lists and `dir` lacks.
+    pub(crate) fn missing_in(self, dir: &Path) -> Vec<(String, String)> {
+        self.index.map(|i| (i.missing)(dir)).unwrap_or_default()
+    }
+
+    /// Why `dir` is an empty dataset of this format, if it is one.
+    pub(crate) fn empty_in(self, dir: &Path) -> Option<&'static str> {
+        self.index.and_then(|i| (i.empty)(dir))
     }
 
     /// Why a file with extension `ext` is not opened alone, if this format

@@ -24,7 +24,7 @@ pub mod storage;
 use std::path::{Path, PathBuf};
 
 pub use crate::error::ReadError;
-pub use format::{FileName, Format, Hints, Opening};
+pub use format::{DatasetIndex, FileName, Format, Hints, Opening};
 pub use read::{BATCH_ROWS, Batch, JudgedSink, Source, guarded};
 
 impl Format {
@@ -66,9 +66,17 @@ impl Format {
 /// `index.json`) lists and `dir` lacks, each with why it is an error: a
 /// directory search reports them, since no file is there to be found.
 pub fn listed_but_missing(dir: &Path) -> Vec<(PathBuf, String)> {
-    let mut missing = formats::mds::missing_shards(dir);
-    missing.extend(formats::litdata::missing_chunks(dir));
-    missing.into_iter().map(|(name, why)| (dir.join(name), why)).collect()
+    formats::ALL
+        .iter()
+        .flat_map(|f| f.missing_in(dir))
+        .map(|(name, why)| (dir.join(name), why))
+        .collect()
+}
+
+/// Why `dir` is a dataset whose index (an MDS or LitData `index.json`)
+/// lists no file, so that a search finding nothing there says so.
+pub(crate) fn empty_index(dir: &Path) -> Option<&'static str> {
+    formats::ALL.iter().find_map(|f| f.empty_in(dir))
 }
 
 /// Opens a data file as a [`Source`], choosing the reader by its format.

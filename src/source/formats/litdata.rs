@@ -44,7 +44,7 @@ use super::dtype::Dtype;
 use super::ipc;
 use super::shardcol::{self, Col};
 use crate::error::ReadError;
-use crate::source::format::Format;
+use crate::source::format::{DatasetIndex, Format};
 use crate::source::read::{Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
@@ -59,7 +59,14 @@ pub const FORMAT: Format = Format::new(
             o.hints.dtype(c).and_then(Dtype::from_name)
         })?))
     },
-);
+)
+.indexed(DatasetIndex {
+    missing: missing_chunks,
+    empty: |dir| {
+        shardcol::index_lists_none(dir, "chunks")
+            .then_some("an empty dataset: its index.json (LitData) lists no chunks, so there is nothing to check")
+    },
+});
 
 /// Largest chunk decompressed (offsets are u32: nothing past 4 GiB).
 const MAX_CHUNK: u64 = u32::MAX as u64;

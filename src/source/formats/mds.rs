@@ -36,7 +36,7 @@ use super::dtype::Dtype;
 use super::mdshash;
 use super::shardcol::{self, Col};
 use crate::error::ReadError;
-use crate::source::format::Format;
+use crate::source::format::{DatasetIndex, Format};
 use crate::source::read::{Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
@@ -52,7 +52,14 @@ pub const FORMAT: Format = Format::new(
         })?))
     },
 )
-.searched_when(|path, _| searched(path), |_| true);
+.searched_when(|path, _| searched(path), |_| true)
+.indexed(DatasetIndex {
+    missing: missing_shards,
+    empty: |dir| {
+        shardcol::index_lists_none(dir, "shards")
+            .then_some("an empty dataset: its index.json (MDS) lists no shards, so there is nothing to check")
+    },
+});
 
 /// Largest shard: its offsets are u32, so nothing past 4 GiB is addressable.
 const MAX_SHARD: u64 = u32::MAX as u64;

@@ -26,6 +26,15 @@ use crate::error::ReadError;
 /// Most sample bytes gathered into one batch (at least one sample).
 pub(crate) const BATCH_BYTES: usize = 32 << 20;
 
+/// Whether the `index.json` in `dir` holds `key` as an empty list (a dataset
+/// written empty).
+pub(crate) fn index_lists_none(dir: &Path, key: &str) -> bool {
+    std::fs::read(dir.join("index.json"))
+        .ok()
+        .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
+        .is_some_and(|doc| doc.get(key).and_then(|v| v.as_array()).is_some_and(Vec::is_empty))
+}
+
 /// The one type rows of differing dtypes are widened to.
 fn common(elems: &[Dtype]) -> Dtype {
     let first = elems[0];

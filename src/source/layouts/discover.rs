@@ -226,16 +226,7 @@ fn empty_dataset(dir: &Path) -> Option<&'static str> {
              nothing to check",
         );
     }
-    let text = std::fs::read(dir.join("index.json")).ok()?;
-    let doc: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    let none = |key: &str| doc.get(key).and_then(|v| v.as_array()).is_some_and(Vec::is_empty);
-    if none("shards") {
-        return Some("an empty dataset: its index.json (MDS) lists no shards, so there is nothing to check");
-    }
-    if none("chunks") {
-        return Some("an empty dataset: its index.json (LitData) lists no chunks, so there is nothing to check");
-    }
-    None
+    crate::source::empty_index(dir)
 }
 
 /// What the searches of one run found.
