@@ -10,7 +10,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::source::formats::coco::{CocoSource, is_coco};
+use crate::source::formats::text::coco::{CocoSource, is_coco};
 use crate::source::formats::yolo::is_label_name;
 use crate::source::layouts::image_folder;
 

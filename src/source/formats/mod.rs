@@ -1,19 +1,13 @@
 //! Formats: one decoder per file format, each in its own module, each
 //! turning a file's bytes into Arrow batches behind [`crate::source::read::Source`].
 
-pub mod coco;
-pub mod csv;
 pub mod dtype;
 pub mod image;
 pub mod ipc;
-pub mod jsonl;
-pub mod litdata;
-pub mod mds;
-mod mdshash;
 pub mod npy;
 pub mod parquet;
-pub(crate) mod shardcol;
-mod textcol;
+pub mod shards;
+pub mod text;
 pub mod tfrecord;
 pub mod tokens;
 pub mod webdataset;
@@ -27,17 +21,17 @@ use crate::source::format::Format;
 /// framing before a tar header.
 pub const ALL: &[Format] = &[
     yolo::FORMAT,
-    mds::FORMAT,
-    litdata::FORMAT,
+    shards::mds::FORMAT,
+    shards::litdata::FORMAT,
     parquet::FORMAT,
-    csv::FORMAT,
-    jsonl::FORMAT,
+    text::csv::FORMAT,
+    text::jsonl::FORMAT,
     ipc::FORMAT,
     npy::FORMAT,
     npy::NPZ,
     tokens::FORMAT,
     image::FORMAT,
-    coco::FORMAT,
+    text::coco::FORMAT,
     tfrecord::FORMAT,
     webdataset::FORMAT,
 ];

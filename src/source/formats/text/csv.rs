@@ -29,7 +29,7 @@ use std::rc::Rc;
 
 use ::csv::ByteRecord;
 
-use super::textcol::{self, BATCH_BYTES, ColumnBuilder, MAX_RECORD_BYTES};
+use super::column::{self, BATCH_BYTES, ColumnBuilder, MAX_RECORD_BYTES};
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
@@ -115,7 +115,7 @@ impl CsvSource {
     /// [`CsvSource::open`] with every threshold given (tests force the fast
     /// path on small files with small chunks).
     fn open_with(path: &Path, max_record: usize, fast_min: u64, chunk_bytes: usize) -> Result<Self, ReadError> {
-        let delimiter = match textcol::inner_extension(path).as_deref() {
+        let delimiter = match column::inner_extension(path).as_deref() {
             Some("tsv") => b'\t',
             _ => b',',
         };
@@ -147,8 +147,7 @@ impl CsvSource {
             .collect();
         let body_start = rdr.position().byte();
         // An object in storage is read in order (a map needs a local file).
-        if textcol::Compression::of(path) == textcol::Compression::None && !crate::source::storage::remote::is_url(path)
-        {
+        if column::Compression::of(path) == column::Compression::None && !crate::source::storage::remote::is_url(path) {
             source.fast = Fast::plan(path, body_start, fast_min, chunk_bytes)?;
         }
         Ok(source)
@@ -158,7 +157,7 @@ impl CsvSource {
     fn reader(&self) -> Result<(Reader, Rc<Cell<usize>>), ReadError> {
         let used = Rc::new(Cell::new(0));
         let inner = Capped {
-            inner: textcol::open_decompressed(&self.path)?,
+            inner: column::open_decompressed(&self.path)?,
             used: Rc::clone(&used),
             limit: self.max_record,
         };
@@ -176,7 +175,7 @@ impl CsvSource {
     /// rereads the file (on the error path only), counting newlines up to
     /// `byte` and then over the terminators and blank lines that follow it.
     fn line_at(&self, byte: u64) -> Option<u64> {
-        let mut reader = BufReader::new(textcol::open_decompressed(&self.path).ok()?);
+        let mut reader = BufReader::new(column::open_decompressed(&self.path).ok()?);
         let mut line = 1u64;
         let mut pos = 0u64;
         loop {
@@ -300,14 +299,14 @@ impl Source for CsvSource {
             rows += 1;
             bytes += record.as_slice().len();
             if rows >= BATCH_ROWS || bytes >= BATCH_BYTES {
-                sink(textcol::take_batch(&names, &mut builders, rows, first_row)?)?;
+                sink(column::take_batch(&names, &mut builders, rows, first_row)?)?;
                 first_row = row;
                 rows = 0;
                 bytes = 0;
             }
         }
         if rows > 0 {
-            sink(textcol::take_batch(&names, &mut builders, rows, first_row)?)?;
+            sink(column::take_batch(&names, &mut builders, rows, first_row)?)?;
         }
         Ok(())
     }
@@ -460,7 +459,7 @@ impl Fast {
             rows += 1;
             bytes += record.len() + 1 - fields;
             if rows >= BATCH_ROWS || bytes >= BATCH_BYTES {
-                sink(textcol::take_batch(names, &mut builders, rows, first_row)?)?;
+                sink(column::take_batch(names, &mut builders, rows, first_row)?)?;
                 first_row = row;
                 rows = 0;
                 bytes = 0;
@@ -468,7 +467,7 @@ impl Fast {
             }
         }
         if rows > 0 {
-            sink(textcol::take_batch(names, &mut builders, rows, first_row)?)?;
+            sink(column::take_batch(names, &mut builders, rows, first_row)?)?;
         }
         storage::release(&self.data, chunk.start, body.len());
         Ok(())
@@ -511,7 +510,7 @@ mod tests {
     use super::*;
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
-    use textcol::test_util::{garbage, one_batch, py_has, python, read_all, zstd_file};
+    use column::test_util::{garbage, one_batch, py_has, python, read_all, zstd_file};
 
     #[test]
     fn pandas_to_csv() {

@@ -32,11 +32,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::dtype::Dtype;
+use super::column::{self, Col};
 use super::mdshash;
-use super::shardcol::{self, Col};
 use crate::error::ReadError;
 use crate::source::format::{DatasetIndex, Format};
+use crate::source::formats::dtype::Dtype;
 use crate::source::read::{Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
@@ -56,7 +56,7 @@ pub const FORMAT: Format = Format::new(
 .indexed(DatasetIndex {
     missing: missing_shards,
     empty: |dir| {
-        shardcol::index_lists_none(dir, "shards")
+        column::index_lists_none(dir, "shards")
             .then_some("an empty dataset: its index.json (MDS) lists no shards, so there is nothing to check")
     },
 });
@@ -237,7 +237,7 @@ fn parse_index(text: &[u8]) -> Result<Index, String> {
 
 /// The `index.json` at `path`, parsed once for all the shards beside it.
 fn load_index(path: &Path) -> Result<Arc<Index>, ReadError> {
-    shardcol::load_index(path, "an MDS shard", parse_index)
+    column::load_index(path, "an MDS shard", parse_index)
 }
 
 /// Whole-shard compression codecs (`streaming/base/compression.py`).
@@ -791,7 +791,7 @@ impl Source for MdsSource {
         }
         // Refuse what cannot be checked before touching the data.
         let cols: Vec<Col> = projection.iter().map(|&c| self.column(c)).collect::<Result<_, _>>()?;
-        let mut gather = shardcol::Gather::new(&self.columns, projection, cols);
+        let mut gather = column::Gather::new(&self.columns, projection, cols);
         let nvar = self.sizes.iter().filter(|s| s.is_none()).count();
 
         // The file is the one the index describes, before a byte of it is
@@ -828,7 +828,7 @@ impl Source for MdsSource {
                     }
                 };
             }
-            shardcol::fields(
+            column::fields(
                 s,
                 head,
                 sizes.iter().copied(),
@@ -865,7 +865,7 @@ pub fn missing_shards(dir: &Path) -> Vec<(String, String)> {
             .map(|f| f.basename.as_str())
             .collect();
         let Some(&name) = names.first() else { continue };
-        if let Some(bad) = names.iter().find(|n| !shardcol::plain_name(n)) {
+        if let Some(bad) = names.iter().find(|n| !column::plain_name(n)) {
             missing.push((
                 name.to_string(),
                 format!("index.json lists shard {i} as `{bad}`, which is not a file name in its folder"),

@@ -16,7 +16,7 @@ use arrow::array::{ArrayRef, LargeListArray, RecordBatch, RecordBatchOptions, St
 use arrow::buffer::{OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Field, Schema};
 
-use super::dtype::Dtype;
+use crate::source::formats::dtype::Dtype;
 use crate::source::storage;
 
 use crate::source::read::{BATCH_ROWS, Batch};

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::textcol::{self, BATCH_BYTES, BATCH_ELEMENTS, ColumnBuilder, MAX_RECORD_BYTES};
+use super::column::{self, BATCH_BYTES, BATCH_ELEMENTS, ColumnBuilder, MAX_RECORD_BYTES};
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
@@ -58,7 +58,7 @@ struct Lines {
 impl Lines {
     fn open(path: &Path, max_line: usize) -> Result<Self, ReadError> {
         Ok(Lines {
-            reader: BufReader::with_capacity(256 << 10, textcol::open_decompressed(path)?),
+            reader: BufReader::with_capacity(256 << 10, column::open_decompressed(path)?),
             buf: Vec::new(),
             line: 0,
             max_line,
@@ -483,13 +483,13 @@ impl Source for JsonlSource {
             row += 1;
             rows += 1;
             if rows >= BATCH_ROWS || bytes >= BATCH_BYTES || elements >= BATCH_ELEMENTS {
-                sink(textcol::take_batch(&names, &mut builders, rows, first_row)?)?;
+                sink(column::take_batch(&names, &mut builders, rows, first_row)?)?;
                 first_row = row;
                 (rows, bytes, elements) = (0, 0, 0);
             }
         }
         if rows > 0 {
-            sink(textcol::take_batch(&names, &mut builders, rows, first_row)?)?;
+            sink(column::take_batch(&names, &mut builders, rows, first_row)?)?;
         }
         Ok(())
     }
@@ -500,7 +500,7 @@ mod tests {
     use super::*;
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
-    use textcol::test_util::{garbage, one_batch, py_has, python, read_all, zstd_file};
+    use column::test_util::{garbage, one_batch, py_has, python, read_all, zstd_file};
 
     fn col(src: &JsonlSource, name: &str) -> usize {
         src.columns().iter().position(|c| c == name).unwrap()

@@ -36,8 +36,8 @@ use std::path::Path;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::column::{self, BATCH_ELEMENTS, ColumnBuilder};
 use super::jsonl::{Keys, KeysSeed, RowSeed, Slots, is_marker, push_value};
-use super::textcol::{self, BATCH_ELEMENTS, ColumnBuilder};
 use crate::error::ReadError;
 use crate::schema::CocoMapping;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
@@ -771,7 +771,7 @@ impl<'de> Visitor<'de> for &mut ReadPass<'_> {
                 // Not a row: the rows before it end a batch (rows of a batch are consecutive).
                 if rows > 0 {
                     let batch =
-                        textcol::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
+                        column::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
                     (self.sink)(batch).map_err(|e| stop(self, e))?;
                 }
                 values.iter_mut().for_each(|v| *v = None);
@@ -798,14 +798,14 @@ impl<'de> Visitor<'de> for &mut ReadPass<'_> {
             rows += 1;
             if rows >= BATCH_ROWS || elements >= BATCH_ELEMENTS {
                 let batch =
-                    textcol::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
+                    column::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
                 (self.sink)(batch).map_err(|e| stop(self, e))?;
                 first_row = row;
                 (rows, elements) = (0, 0);
             }
         }
         if rows > 0 {
-            let batch = textcol::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
+            let batch = column::take_batch(self.names, &mut builders, rows, first_row).map_err(|e| stop(self, e))?;
             (self.sink)(batch).map_err(|e| stop(self, e))?;
         }
         Ok(())

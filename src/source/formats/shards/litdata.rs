@@ -40,11 +40,11 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::dtype::Dtype;
-use super::ipc;
-use super::shardcol::{self, Col};
+use super::column::{self, Col};
 use crate::error::ReadError;
 use crate::source::format::{DatasetIndex, Format};
+use crate::source::formats::dtype::Dtype;
+use crate::source::formats::ipc;
 use crate::source::read::{Batch, Source};
 use crate::source::storage;
 use crate::source::storage::Input;
@@ -63,7 +63,7 @@ pub const FORMAT: Format = Format::new(
 .indexed(DatasetIndex {
     missing: missing_chunks,
     empty: |dir| {
-        shardcol::index_lists_none(dir, "chunks")
+        column::index_lists_none(dir, "chunks")
             .then_some("an empty dataset: its index.json (LitData) lists no chunks, so there is nothing to check")
     },
 });
@@ -496,7 +496,7 @@ impl LitDataSource {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let dir = path.parent().unwrap_or(Path::new("."));
-        let index = shardcol::load_index(&dir.join("index.json"), "a LitData chunk", parse_index)?;
+        let index = column::load_index(&dir.join("index.json"), "a LitData chunk", parse_index)?;
         let Some(chunk) = index.chunks.iter().find(|c| c.filename == name) else {
             return Err(ReadError::new(format!(
                 "{name} is not listed in the index.json beside it"
@@ -758,7 +758,7 @@ impl LitDataSource {
             let n = batch.num_rows();
             sink(Batch {
                 first_row: rows,
-                batch: shardcol::batch(&names, arrays, n)?,
+                batch: column::batch(&names, arrays, n)?,
             })?;
             rows += n as u64;
         }
@@ -881,7 +881,7 @@ impl Source for LitDataSource {
             return self.read_arrow(&chunk.data, projection, sink);
         }
         let cols: Vec<Col> = projection.iter().map(|&c| self.column(c)).collect::<Result<_, _>>()?;
-        let mut gather = shardcol::Gather::new(&self.columns, projection, cols);
+        let mut gather = column::Gather::new(&self.columns, projection, cols);
         let n = chunk.bounds.len();
         let mut tokens = 0u64;
         for (i, &(a, b)) in chunk.bounds.iter().enumerate() {
@@ -909,7 +909,7 @@ impl Source for LitDataSource {
                         )));
                     }
                     let sizes = (0..self.columns.len()).map(|c| u32_at(item, c * 4).unwrap_or(0) as usize);
-                    shardcol::fields(
+                    column::fields(
                         item,
                         head,
                         sizes,
@@ -944,13 +944,13 @@ impl Source for LitDataSource {
 /// whose chunks never arrived is found here. Nothing for an index that is
 /// no LitData index.
 pub fn missing_chunks(dir: &Path) -> Vec<(String, String)> {
-    let Ok(index) = shardcol::load_index(&dir.join("index.json"), "a LitData chunk", parse_index) else {
+    let Ok(index) = column::load_index(&dir.join("index.json"), "a LitData chunk", parse_index) else {
         return Vec::new();
     };
     let mut missing = Vec::new();
     for (i, chunk) in index.chunks.iter().enumerate() {
         let name = chunk.filename.as_str();
-        if !shardcol::plain_name(name) {
+        if !column::plain_name(name) {
             missing.push((
                 name.to_string(),
                 format!("index.json lists chunk {i} as `{name}`, which is not a file name in its folder"),

@@ -1,0 +1,8 @@
+//! The text formats: CSV/TSV, JSON Lines and COCO annotation files, which
+//! share the typed column builders that turn text values into Arrow arrays
+//! ([`column`]) and JSON Lines' value parsing (COCO).
+
+pub mod coco;
+pub(crate) mod column;
+pub mod csv;
+pub mod jsonl;
