@@ -112,6 +112,8 @@ pub(crate) fn scan_in_current_pool(
     // not read: its one unit records the violation.
     let pairing = opts.pairing.as_deref();
     let orphan = |f: &DataFile| pairing.is_some_and(|p| p.orphan(&f.display));
+    // What the schema tells the readers, built once for every file.
+    let hints = source::Hints::from_schema(validator.schema());
     let open_all = || -> Vec<(Option<Opened>, Vec<Error>)> {
         files
             .par_iter()
@@ -119,7 +121,7 @@ pub(crate) fn scan_in_current_pool(
                 if orphan(f) {
                     (None, Vec::new())
                 } else {
-                    open(validator, f)
+                    open(validator, &hints, f)
                 }
             })
             .collect()
@@ -337,7 +339,7 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
     partial
 }
 
-fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) {
+fn open(validator: &Validator, hints: &source::Hints, file: &DataFile) -> (Option<Opened>, Vec<Error>) {
     let read_err = |source| Error::Read {
         path: file.display.clone(),
         source,
@@ -345,13 +347,10 @@ fn open(validator: &Validator, file: &DataFile) -> (Option<Opened>, Vec<Error>) 
     // An image of an image folder is a row built from the listing.
     let source: Box<dyn Source> = match &file.label {
         Some(label) => Box::new(source::layouts::image_folder::ImageRow::new(label)),
-        None => {
-            let hints = source::Hints::from_schema(validator.schema());
-            match source::guarded(|| source::open_with(&file.path, &hints)) {
-                Ok(s) => s,
-                Err(e) => return (None, vec![read_err(e)]),
-            }
-        }
+        None => match source::guarded(|| source::open_with(&file.path, hints)) {
+            Ok(s) => s,
+            Err(e) => return (None, vec![read_err(e)]),
+        },
     };
     bind(validator, file, source)
 }

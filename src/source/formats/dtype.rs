@@ -95,14 +95,17 @@ impl Dtype {
         })
     }
 
+    /// `float16`, `float32` or `float64`.
     pub(crate) fn is_float(self) -> bool {
         matches!(self, Dtype::F16 | Dtype::F32 | Dtype::F64)
     }
 
+    /// A signed integer type.
     pub(crate) fn is_signed(self) -> bool {
         matches!(self, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64)
     }
 
+    /// The Arrow type of one element.
     pub fn arrow(self) -> DataType {
         match self {
             Dtype::Bool => DataType::Boolean,
