@@ -28,6 +28,7 @@ mod remote_vision;
 mod sample_data;
 mod schema_errors;
 mod secrets;
+mod tables;
 mod tokens;
 mod util;
 mod violations;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::slice::ParallelSliceMut;
 
-use super::{hf_folders, yolo};
+use super::{hf_folders, tables, yolo};
 use crate::error::Error;
 use crate::schema::Layout;
 use crate::source::formats::ipc::datasets;
@@ -87,6 +87,8 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
         shards: Vec::new(),
         errors: Vec::new(),
         hf: hf_folders::Folders::default(),
+        tables: Vec::new(),
+        table_dirs: Default::default(),
     };
     // Searches that found shards only: whether they found anything is
     // known once the shards are decided.
@@ -100,7 +102,12 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
         found.arg = i;
         let shown = arg.to_string_lossy().into_owned();
         let is_glob = shown.contains(['*', '?', '[']);
-        let before = (found.files.len(), found.shards.len(), found.hf.refused());
+        let before = (
+            found.files.len(),
+            found.shards.len(),
+            found.hf.refused(),
+            found.tables.len(),
+        );
         let empty = if found.yolo.is_some() && yolo::is_dataset_yaml(arg) {
             // ultralytics' dataset YAML: its splits' images, and their labels.
             match yolo::splits(arg) {
@@ -123,10 +130,17 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
                 None => continue,
             }
         } else if arg.is_dir() {
-            found.walk(arg);
+            // A folder inside a table (Iceberg's data/, a partition) is
+            // the table's: refused as it is.
+            if !found.in_table(arg) {
+                found.walk(arg);
+            }
             found.decide_caches();
             // A gate must not pass a directory it found nothing to check in.
             empty_dataset(arg).unwrap_or("no data files of a known format in this directory")
+        } else if let Some(message) = arg.is_file().then(|| tables::not_data(arg)).flatten() {
+            found.errors.push(Error::Discover { path: shown, message });
+            continue;
         } else if arg.exists() || !is_glob {
             // A named file is checked whatever its name; a missing one is
             // reported when it is opened.
@@ -148,7 +162,11 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
                                 found.walk(&p);
                                 found.decide_caches();
                             }
-                            Ok(p) => found.add(p),
+                            Ok(p) => {
+                                if !found.in_table(&p) {
+                                    found.add(p);
+                                }
+                            }
                             Err(e) => found.errors.push(Error::Discover {
                                 path: e.path().to_string_lossy().into_owned(),
                                 message: e.error().to_string(),
@@ -165,8 +183,8 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
             pending.push((search, groups.len() - 1));
             continue;
         }
-        // A refused `datasets` folder said why it was not read.
-        if found.files.len() == before.0 && found.hf.refused() == before.2 {
+        // A refused `datasets` folder or table said why it was not read.
+        if found.files.len() == before.0 && found.hf.refused() == before.2 && found.tables.len() == before.3 {
             if found.shards.len() == before.1 {
                 found.errors.push(Error::Discover {
                     path: shown,
@@ -242,6 +260,10 @@ struct Found<'c> {
     errors: Vec<Error>,
     /// The Hugging Face `datasets` folders the searches met.
     hf: hf_folders::Folders,
+    /// The table roots the searches met (each refused once, [`tables`]).
+    tables: Vec<String>,
+    /// Which folders above a glob's files are tables, as asked so far.
+    table_dirs: std::collections::HashMap<PathBuf, Option<tables::Table>>,
 }
 
 impl Found<'_> {
@@ -276,6 +298,13 @@ impl Found<'_> {
         let is_glob = !http && url.contains(['*', '?', '[']);
         let named = !url.split('?').next().unwrap_or(url).ends_with('/') && !is_glob;
         // A URL naming a data file is that file: no listing request.
+        if named && let Some(message) = tables::not_data(Path::new(url)) {
+            self.errors.push(Error::Discover {
+                path: url.to_string(),
+                message,
+            });
+            return None;
+        }
         if named && (http || Format::from_path(Path::new(url)).is_some()) {
             self.files.push(DataFile::new(PathBuf::from(url)));
             return None;
@@ -292,7 +321,20 @@ impl Found<'_> {
                 self.files.push(DataFile::new(PathBuf::from(url)));
                 None
             }
-            Ok(found) => {
+            Ok(mut found) => {
+                // Tables: refused, none of their objects read.
+                let roots: std::collections::BTreeMap<String, tables::Table> = found
+                    .iter()
+                    .filter_map(|(u, _)| tables::Table::root_of(u).map(|(r, t)| (r.to_string(), t)))
+                    .collect();
+                found.retain(|(u, _)| {
+                    !roots
+                        .keys()
+                        .any(|r| u.starts_with(r.as_str()) && u[r.len()..].starts_with('/'))
+                });
+                for (root, table) in roots {
+                    self.refuse(root, table);
+                }
                 // `save_to_disk` folders the listing holds (their
                 // `state.json`), read as a local search reads them; no
                 // request for folders without one.
@@ -378,15 +420,52 @@ impl Found<'_> {
         self.hf.decide_caches(&mut self.files, &mut self.errors);
     }
 
-    /// Files of a known format below `dir`, hidden entries skipped.
+    /// A table met by a search: an error naming it, once.
+    fn refuse(&mut self, root: String, table: tables::Table) {
+        if !self.tables.contains(&root) {
+            self.errors.push(Error::Discover {
+                path: root.clone(),
+                message: table.refusal(),
+            });
+            self.tables.push(root);
+        }
+    }
+
+    /// Whether `path`, which a glob matched or a PATH named, lies in a
+    /// table (refused, [`Found::refuse`]) or is a table's log or metadata.
+    fn in_table(&mut self, path: &Path) -> bool {
+        for dir in path.ancestors().skip(1) {
+            if dir.as_os_str().is_empty() {
+                break;
+            }
+            let table = *self
+                .table_dirs
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| tables::Table::at(dir));
+            if let Some(table) = table {
+                self.refuse(dir.to_string_lossy().into_owned(), table);
+                return true;
+            }
+        }
+        path.is_file() && tables::not_data(path).is_some()
+    }
+
+    /// Files of a known format below `dir`, hidden entries skipped; a table
+    /// met on the way is refused, and none of its files read.
     fn walk(&mut self, dir: &Path) {
-        let walker = walkdir::WalkDir::new(dir)
+        let mut walker = walkdir::WalkDir::new(dir)
             .follow_links(true)
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
-        for entry in walker {
+        while let Some(entry) = walker.next() {
             match entry {
+                Ok(e) if e.file_type().is_dir() => {
+                    if let Some(table) = tables::Table::at(e.path()) {
+                        self.refuse(e.path().to_string_lossy().into_owned(), table);
+                        walker.skip_current_dir();
+                    }
+                }
                 // A dataset index: the files it lists that are not there.
                 Ok(e) if e.file_type().is_file() && e.file_name() == "index.json" => {
                     let d = e.path().parent().unwrap_or(dir);

@@ -1,0 +1,131 @@
+//! Lakehouse tables (Delta Lake, Apache Iceberg) as a search meets them.
+//!
+//! Why a room of its own: a table's folder is not a pile of Parquet files.
+//! Its log or metadata decides which files are live (an overwrite leaves
+//! the old ones in place), which rows are deleted (deletion vectors,
+//! position and equality deletes) and the values of partition columns
+//! (stored in no data file). Reading the folder's Parquet files as they lie
+//! judges removed files and deleted rows: false alarms on data that trains,
+//! and misses where the partition column holds the label. Until preflight
+//! reads a table's snapshot, a table met by a search is an error naming it
+//! (exit 2), and none of its files is read; its log and metadata files are
+//! never taken for data.
+
+use std::path::Path;
+
+/// Which kind of table a folder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Table {
+    Delta,
+    Iceberg,
+}
+
+impl Table {
+    /// The table `dir` is the root of, if any: Delta Lake when it holds a
+    /// `_delta_log/` folder, Iceberg when it holds `metadata/` with a
+    /// `version-hint.text` or a `*.metadata.json` file.
+    pub(super) fn at(dir: &Path) -> Option<Table> {
+        if dir.join("_delta_log").is_dir() {
+            return Some(Table::Delta);
+        }
+        let metadata = dir.join("metadata");
+        if metadata.join("version-hint.text").is_file() {
+            return Some(Table::Iceberg);
+        }
+        let listed = std::fs::read_dir(&metadata).ok()?;
+        listed
+            .flatten()
+            .any(|e| is_iceberg_metadata(&e.file_name().to_string_lossy()))
+            .then_some(Table::Iceberg)
+    }
+
+    /// The table a listing's object key shows the root of: the part before
+    /// `/_delta_log/` (Delta) or before `/metadata/` when the object is a
+    /// `*.metadata.json` or `version-hint.text` (Iceberg).
+    pub(super) fn root_of(key: &str) -> Option<(&str, Table)> {
+        if let Some((root, _)) = key.split_once("/_delta_log/") {
+            return Some((root, Table::Delta));
+        }
+        let (dir, name) = key.rsplit_once('/')?;
+        let root = dir.strip_suffix("/metadata")?;
+        (is_iceberg_metadata(name) || name == "version-hint.text").then_some((root, Table::Iceberg))
+    }
+
+    /// Why a table is not read as a folder of files.
+    pub(super) fn refusal(self) -> String {
+        let (kind, decides) = match self {
+            Table::Delta => (
+                "a Delta Lake table",
+                "its _delta_log/ decides which data files are live, which rows are deleted and the \
+                 partition columns' values",
+            ),
+            Table::Iceberg => (
+                "an Apache Iceberg table",
+                "its metadata/ decides which data files are live, which rows are deleted and the \
+                 partition columns' values",
+            ),
+        };
+        format!(
+            "{kind}: {decides}, and preflight does not read table snapshots yet; its files were not \
+             checked (read as a folder, removed files and deleted rows would be judged). Check the \
+             snapshot written out as Parquet instead"
+        )
+    }
+}
+
+/// Whether a file named `name` is an Iceberg table's metadata file
+/// (`v3.metadata.json`, `00002-<uuid>.metadata.json`, gzipped or not).
+pub(super) fn is_iceberg_metadata(name: &str) -> bool {
+    name.ends_with(".metadata.json") || name.ends_with(".metadata.json.gz") || name.ends_with(".gz.metadata.json")
+}
+
+/// Why a named file is not data: a Delta log entry or checkpoint, or an
+/// Iceberg metadata file.
+pub(super) fn not_data(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    let parent = path.parent().and_then(Path::file_name).map(|n| n.to_string_lossy());
+    if parent.as_deref() == Some("_delta_log") {
+        let root = path.parent().and_then(Path::parent);
+        return Some(format!(
+            "a file of a Delta Lake table's log, not data; {}",
+            match root {
+                Some(r) if !r.as_os_str().is_empty() => format!("the table is {}", r.display()),
+                _ => "name the table's folder".to_string(),
+            }
+        ));
+    }
+    is_iceberg_metadata(&name).then(|| Table::Iceberg.refusal())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_from_object_keys() {
+        assert_eq!(
+            Table::root_of("s3://b/t/_delta_log/00000000000000000000.json"),
+            Some(("s3://b/t", Table::Delta))
+        );
+        assert_eq!(
+            Table::root_of("s3://b/w/db/t/metadata/00001-ab.metadata.json"),
+            Some(("s3://b/w/db/t", Table::Iceberg))
+        );
+        assert_eq!(
+            Table::root_of("s3://b/w/db/t/metadata/version-hint.text"),
+            Some(("s3://b/w/db/t", Table::Iceberg))
+        );
+        // An Iceberg manifest alone names no root; the metadata file does.
+        assert_eq!(Table::root_of("s3://b/w/db/t/metadata/snap-1.avro"), None);
+        assert_eq!(Table::root_of("s3://b/data/metadata.parquet"), None);
+        assert_eq!(Table::root_of("s3://b/data/train.parquet"), None);
+    }
+
+    #[test]
+    fn log_and_metadata_files_are_not_data() {
+        assert!(not_data(Path::new("t/_delta_log/00000000000000000001.json")).is_some());
+        assert!(not_data(Path::new("t/metadata/v2.metadata.json")).is_some());
+        assert!(not_data(Path::new("t/part-0.parquet")).is_none());
+        assert!(not_data(Path::new("coco/instances.json")).is_none());
+    }
+}
