@@ -114,6 +114,11 @@ fn check_key(validator: &Validator, opts: &ScanOptions) -> String {
 /// A file's identity as a key, or `None` when it cannot be read (it is then
 /// checked, and its error reported, every time).
 fn file_key(f: &DataFile) -> Option<String> {
+    // A table's data file: its deleted rows and partition values live in
+    // the table's log, not in the file; read each time.
+    if f.opens.is_some() {
+        return None;
+    }
     let meta = std::fs::metadata(&f.path).ok()?;
     if !meta.is_file() {
         return None;

@@ -337,6 +337,9 @@ fn draft(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path) -> Result<D
     for f in &files {
         let src = if source::Format::from_path(&f.path) == Some(source::formats::tokens::FORMAT) {
             token_stats.open(&f.path, &f.display, vocab)
+        } else if let Some(opens) = &f.opens {
+            // A table's data file, with its table's columns and rows.
+            opens.0.open(&source::Hints::default())
         } else {
             source::open(&f.path)
         }

@@ -242,6 +242,7 @@ impl Pairing {
                 display: name.clone(),
                 path: path.clone(),
                 label: None,
+                opens: None,
             })
             .collect()
     }

@@ -156,6 +156,7 @@ impl Validator {
                 display: name.to_string(),
                 path: name.into(),
                 label: None,
+                opens: None,
             };
             let opened = MappedSource::over_files(indices, &base).and_then(|s| match s.stored_rows() == rows {
                 true => Ok(s),

@@ -255,6 +255,24 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
                     .unwrap_or(0),
                 None => std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0),
             };
+            // A table's data file: a plan names files, which cannot carry
+            // the table's deleted rows and partition values.
+            if f.opens.is_some() {
+                return vec![WorkUnit {
+                    file: f.display.clone(),
+                    path: f.path.clone(),
+                    unit: None,
+                    bytes,
+                    error: Some(
+                        "a data file of a Delta Lake table: `plan` and `--partial` do not carry a table's \
+                         deleted rows and partition values yet; check the table in one run"
+                            .to_string(),
+                    ),
+                    class: None,
+                    root: None,
+                }]
+                .into_iter();
+            }
             let units = if f.label.is_some() {
                 1
             } else if bytes >= split_bytes {
@@ -310,6 +328,7 @@ pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions
                         index: *index,
                         class: class.as_str().into(),
                     }),
+                    opens: None,
                 });
                 only.push(Some(Vec::new()));
                 files.len() - 1
@@ -345,9 +364,13 @@ fn open(validator: &Validator, hints: &source::Hints, file: &DataFile) -> (Optio
         source,
     };
     // An image of an image folder is a row built from the listing.
-    let source: Box<dyn Source> = match &file.label {
-        Some(label) => Box::new(source::layouts::image_folder::ImageRow::new(label)),
-        None => match source::guarded(|| source::open_with(&file.path, hints)) {
+    // A table's data file opens as its layout says.
+    let source: Box<dyn Source> = match (&file.label, &file.opens) {
+        (Some(label), _) => Box::new(source::layouts::image_folder::ImageRow::new(label)),
+        (None, opens) => match source::guarded(|| match opens {
+            Some(opens) => opens.0.open(hints),
+            None => source::open_with(&file.path, hints),
+        }) {
             Ok(s) => s,
             Err(e) => return (None, vec![read_err(e)]),
         },

@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use rayon::slice::ParallelSliceMut;
 
 use super::{hf_folders, tables, yolo};
-use crate::error::Error;
+use crate::error::{Error, ReadError};
 use crate::schema::Layout;
 use crate::source::formats::ipc::datasets;
+use crate::source::read::Source;
 use crate::source::{Format, Hints};
 
 /// A data file to check.
@@ -33,7 +34,30 @@ pub struct DataFile {
     /// For an image of an image folder: its class, from the listing (the
     /// file is then a row of its own, never opened).
     pub label: Option<FolderLabel>,
+    /// For a file whose rows its layout defines (a table's data file), how
+    /// it opens; `None`: as its format reads it.
+    pub opens: Option<Opens>,
 }
+
+/// How a layout opens a data file whose rows the file alone does not
+/// define: a table's data file, whose deleted rows and partition values
+/// its table holds.
+pub trait Opener: Send + Sync + std::fmt::Debug {
+    /// The file as a source, with the schema's hints.
+    fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError>;
+}
+
+/// A shared [`Opener`]; equal when it is the same one.
+#[derive(Debug, Clone)]
+pub struct Opens(pub std::sync::Arc<dyn Opener>);
+
+impl PartialEq for Opens {
+    fn eq(&self, other: &Opens) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Opens {}
 
 /// The class of an image in an image folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +75,7 @@ impl DataFile {
             display: crate::redact::url(&path.to_string_lossy()).into_owned(),
             path,
             label: None,
+            opens: None,
         }
     }
 }
@@ -129,6 +154,10 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
                 Some(empty) => empty,
                 None => continue,
             }
+        } else if let Some((root, version)) = tables::versioned(arg) {
+            // `TABLE@vN`: that version of a Delta table.
+            found.delta(&root, Some(version));
+            continue;
         } else if arg.is_dir() {
             // A folder inside a table (Iceberg's data/, a partition) is
             // the table's: refused as it is.
@@ -260,7 +289,8 @@ struct Found<'c> {
     errors: Vec<Error>,
     /// The Hugging Face `datasets` folders the searches met.
     hf: hf_folders::Folders,
-    /// The table roots the searches met (each refused once, [`tables`]).
+    /// The table roots the searches met (each read or refused once,
+    /// [`tables`]).
     tables: Vec<String>,
     /// Which folders above a glob's files are tables, as asked so far.
     table_dirs: std::collections::HashMap<PathBuf, Option<tables::Table>>,
@@ -333,7 +363,7 @@ impl Found<'_> {
                         .any(|r| u.starts_with(r.as_str()) && u[r.len()..].starts_with('/'))
                 });
                 for (root, table) in roots {
-                    self.refuse(root, table);
+                    self.refuse(root, table, tables::Met::Root);
                 }
                 // `save_to_disk` folders the listing holds (their
                 // `state.json`), read as a local search reads them; no
@@ -420,15 +450,50 @@ impl Found<'_> {
         self.hf.decide_caches(&mut self.files, &mut self.errors);
     }
 
-    /// A table met by a search: an error naming it, once.
-    fn refuse(&mut self, root: String, table: tables::Table) {
+    /// A table met by a search that cannot be read as its snapshot: an
+    /// error naming it, once.
+    fn refuse(&mut self, root: String, table: tables::Table, met: tables::Met) {
         if !self.tables.contains(&root) {
             self.errors.push(Error::Discover {
                 path: root.clone(),
-                message: table.refusal(),
+                message: table.refusal(met),
             });
             self.tables.push(root);
         }
+    }
+
+    /// A local Delta table met by a search: the data files of its latest
+    /// snapshot or of `version` ([`tables::delta`]), or an error naming it.
+    fn delta(&mut self, root: &Path, version: Option<u64>) {
+        let shown = root.to_string_lossy().into_owned();
+        let key = match version {
+            Some(v) => format!("{shown}@v{v}"),
+            None => shown.clone(),
+        };
+        if self.tables.contains(&key) {
+            return;
+        }
+        // A panic in the kernel on a hostile log is the table's error.
+        let read = crate::source::read::guarded(|| {
+            tables::delta::read(root, &shown, version).map_err(ReadError::new)
+        })
+        .map_err(|e| e.to_string());
+        match read {
+            Ok(read) if read.files.is_empty() => self.errors.push(Error::Discover {
+                path: shown.clone(),
+                message: format!(
+                    "an empty Delta Lake table: its snapshot (version {}) has no data files, so there is \
+                     nothing to check",
+                    read.version
+                ),
+            }),
+            Ok(read) => self.files.extend(read.files),
+            Err(message) => self.errors.push(Error::Discover {
+                path: key.clone(),
+                message,
+            }),
+        }
+        self.tables.push(key);
     }
 
     /// Whether `path`, which a glob matched or a PATH named, lies in a
@@ -443,7 +508,7 @@ impl Found<'_> {
                 .entry(dir.to_path_buf())
                 .or_insert_with(|| tables::Table::at(dir));
             if let Some(table) = table {
-                self.refuse(dir.to_string_lossy().into_owned(), table);
+                self.refuse(dir.to_string_lossy().into_owned(), table, tables::Met::Inside);
                 return true;
             }
         }
@@ -461,10 +526,12 @@ impl Found<'_> {
         while let Some(entry) = walker.next() {
             match entry {
                 Ok(e) if e.file_type().is_dir() => {
-                    if let Some(table) = tables::Table::at(e.path()) {
-                        self.refuse(e.path().to_string_lossy().into_owned(), table);
-                        walker.skip_current_dir();
+                    match tables::Table::at(e.path()) {
+                        Some(tables::Table::Delta) => self.delta(e.path(), None),
+                        Some(table) => self.refuse(e.path().to_string_lossy().into_owned(), table, tables::Met::Root),
+                        None => continue,
                     }
+                    walker.skip_current_dir();
                 }
                 // A dataset index: the files it lists that are not there.
                 Ok(e) if e.file_type().is_file() && e.file_name() == "index.json" => {

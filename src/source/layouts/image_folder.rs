@@ -199,6 +199,7 @@ pub fn list_remote(url: &str, shown: &str) -> Listing {
                 display: crate::redact::url(u).into_owned(),
                 path: PathBuf::from(u),
                 label: Some(label.clone()),
+                opens: None,
             });
         }
         if out.files.len() == before {
@@ -228,6 +229,7 @@ fn walk_class(dir: &Path, label: FolderLabel) -> (Vec<DataFile>, Vec<Error>) {
                     display: path.to_string_lossy().into_owned(),
                     path,
                     label: Some(label.clone()),
+                    opens: None,
                 });
             }
             Ok(_) => {}

@@ -4,12 +4,13 @@
 //! Its log or metadata decides which files are live (an overwrite leaves
 //! the old ones in place), which rows are deleted (deletion vectors,
 //! position and equality deletes) and the values of partition columns
-//! (stored in no data file). Reading the folder's Parquet files as they lie
-//! judges removed files and deleted rows: false alarms on data that trains,
-//! and misses where the partition column holds the label. Until preflight
-//! reads a table's snapshot, a table met by a search is an error naming it
-//! (exit 2), and none of its files is read; its log and metadata files are
-//! never taken for data.
+//! (stored in no data file). A local Delta table is read as its snapshot
+//! ([`delta`]); a table preflight cannot read that way (Iceberg, a Delta
+//! table in object storage) is an error naming it (exit 2), and none of its
+//! files is read. Log and metadata files are never taken for data.
+
+pub(crate) mod delta;
+mod view;
 
 use std::path::Path;
 
@@ -51,8 +52,9 @@ impl Table {
         (is_iceberg_metadata(name) || name == "version-hint.text").then_some((root, Table::Iceberg))
     }
 
-    /// Why a table is not read as a folder of files.
-    pub(super) fn refusal(self) -> String {
+    /// Why a table met where it cannot be read as its snapshot (`met`:
+    /// `Root`, `Inside` it, or in object storage) is not read as files.
+    pub(super) fn refusal(self, met: Met) -> String {
         let (kind, decides) = match self {
             Table::Delta => (
                 "a Delta Lake table",
@@ -65,12 +67,45 @@ impl Table {
                  partition columns' values",
             ),
         };
-        format!(
-            "{kind}: {decides}, and preflight does not read table snapshots yet; its files were not \
-             checked (read as a folder, removed files and deleted rows would be judged). Check the \
-             snapshot written out as Parquet instead"
-        )
+        let why = match (self, met) {
+            (Table::Delta, Met::Inside) => {
+                "a folder or file inside it cannot be checked apart from it: name the table's folder"
+            }
+            (Table::Delta, _) => {
+                "preflight reads a Delta table's snapshot from a local folder only, not from object \
+                 storage yet; check a local copy of the table"
+            }
+            (Table::Iceberg, _) => {
+                "preflight does not read Iceberg snapshots yet; check the snapshot written out as \
+                 Parquet (table.scan().to_arrow())"
+            }
+        };
+        format!("{kind} ({decides}): {why}. None of its files was read")
     }
+}
+
+/// A PATH naming a version of a Delta table, `TABLE@vN`, when `TABLE` is
+/// one and the PATH itself names nothing: the table's folder and `N`.
+pub(super) fn versioned(arg: &Path) -> Option<(std::path::PathBuf, u64)> {
+    if arg.exists() {
+        return None;
+    }
+    let text = arg.to_str()?;
+    let (root, version) = text.rsplit_once("@v")?;
+    if version.is_empty() || !version.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let root = Path::new(root);
+    (Table::at(root) == Some(Table::Delta)).then(|| version.parse().ok().map(|v| (root.to_path_buf(), v)))?
+}
+
+/// Where a search met a table it cannot read as a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Met {
+    /// A PATH or a listing names the table's root.
+    Root,
+    /// A PATH or a glob's match lies inside the table.
+    Inside,
 }
 
 /// Whether a file named `name` is an Iceberg table's metadata file
@@ -94,7 +129,7 @@ pub(super) fn not_data(path: &Path) -> Option<String> {
             }
         ));
     }
-    is_iceberg_metadata(&name).then(|| Table::Iceberg.refusal())
+    is_iceberg_metadata(&name).then(|| Table::Iceberg.refusal(Met::Inside))
 }
 
 #[cfg(test)]

@@ -1,0 +1,197 @@
+//! A Delta Lake table's snapshot as data files: the Delta project's own
+//! kernel (`delta_kernel`) replays the log (commits, checkpoints, log
+//! compaction, the protocol's reader features) and lists the live files
+//! with their deletion vectors and partition values; each file is then
+//! read by preflight's Parquet reader through [`TableFile`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use delta_kernel::expressions::Scalar;
+use delta_kernel::object_store::local::LocalFileSystem;
+use delta_kernel::scan::state::{DvInfo, ScanFile};
+use delta_kernel::schema::DataType;
+use delta_kernel::{Engine, Snapshot};
+use delta_kernel_default_engine::DefaultEngine;
+use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
+use url::Url;
+
+use super::view::{Column, TableFile};
+use crate::error::ReadError;
+use crate::source::Hints;
+use crate::source::layouts::discover::{DataFile, Opener, Opens};
+use crate::source::read::Source;
+
+type Kernel = DefaultEngine<TokioBackgroundExecutor>;
+
+/// The snapshot a check read: its version and its live data files.
+pub(crate) struct Read {
+    pub version: u64,
+    pub files: Vec<DataFile>,
+}
+
+/// The kernel's engine, one per process: its storage is the local file
+/// system, whatever table it reads, and it runs its I/O on a thread of its
+/// own.
+fn engine() -> &'static Kernel {
+    static ENGINE: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+    ENGINE.get_or_init(|| delta_kernel_default_engine::DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build())
+}
+
+/// What every data file of one snapshot shares.
+#[derive(Debug)]
+struct Table {
+    root: Url,
+    /// The table's columns: logical name, the name its data files store,
+    /// the type, and whether it is a partition column.
+    columns: Vec<TableColumn>,
+}
+
+#[derive(Debug)]
+struct TableColumn {
+    name: String,
+    physical: String,
+    data_type: DataType,
+    nullable: bool,
+    partition: bool,
+}
+
+/// One live data file of the snapshot.
+#[derive(Debug)]
+struct LiveFile {
+    table: Arc<Table>,
+    path: PathBuf,
+    dv: DvInfo,
+    partition_values: HashMap<String, String>,
+}
+
+/// Reads the snapshot of the Delta table at local folder `root` (shown as
+/// `shown` in reports): the latest, or `version`.
+pub(crate) fn read(root: &Path, shown: &str, version: Option<u64>) -> Result<Read, String> {
+    let absolute = root.canonicalize().map_err(|e| e.to_string())?;
+    let url = Url::from_directory_path(&absolute).map_err(|()| "not a folder path".to_string())?;
+    let engine = engine();
+    let mut builder = Snapshot::builder_for(url.as_str());
+    if let Some(v) = version {
+        builder = builder.at_version(v);
+    }
+    let snapshot = builder.build(engine).map_err(kernel)?;
+    let config = snapshot.table_configuration();
+    let mode = config.column_mapping_mode();
+    let partitions = config.metadata().partition_columns().to_vec();
+    let schema = snapshot.schema();
+    let columns = schema
+        .fields()
+        .map(|f| TableColumn {
+            name: f.name().to_string(),
+            physical: f.physical_name(mode).to_string(),
+            data_type: f.data_type().clone(),
+            nullable: f.is_nullable(),
+            partition: partitions.iter().any(|p| p == f.name()),
+        })
+        .collect();
+    let version_read = snapshot.version();
+    let scan = snapshot.scan_builder().build().map_err(kernel)?;
+    let mut live: Vec<ScanFile> = Vec::new();
+    for metadata in scan.scan_metadata(engine).map_err(kernel)? {
+        live = metadata
+            .map_err(kernel)?
+            .visit_scan_files(live, |v: &mut Vec<ScanFile>, f| v.push(f))
+            .map_err(kernel)?;
+    }
+    let table = Arc::new(Table { root: url, columns });
+    let mut files = Vec::with_capacity(live.len());
+    for f in live {
+        let path = table
+            .root
+            .join(&f.path)
+            .ok()
+            .and_then(|u| u.to_file_path().ok())
+            .ok_or_else(|| format!("the log names a data file that is no local path: {}", f.path))?;
+        let relative = path.strip_prefix(&absolute).unwrap_or(&path);
+        let display = Path::new(shown).join(relative).to_string_lossy().into_owned();
+        files.push(DataFile {
+            display,
+            opens: Some(Opens(Arc::new(LiveFile {
+                table: table.clone(),
+                path: path.clone(),
+                dv: f.dv_info,
+                partition_values: f.partition_values,
+            }))),
+            path,
+            label: None,
+        });
+    }
+    Ok(Read {
+        version: version_read,
+        files,
+    })
+}
+
+fn kernel(e: delta_kernel::KernelError) -> String {
+    format!("the Delta log cannot be read: {e}")
+}
+
+impl Opener for LiveFile {
+    fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
+        let inner = crate::source::open_with(&self.path, hints)?;
+        let engine: &dyn Engine = engine();
+        let mut deleted = self
+            .dv
+            .get_row_indexes(engine, &self.table.root)
+            .map_err(|e| ReadError::new(format!("its deletion vector cannot be read: {e}")))?
+            .unwrap_or_default();
+        deleted.sort_unstable();
+        deleted.dedup();
+        let mut names = Vec::new();
+        let mut columns = Vec::new();
+        for c in &self.table.columns {
+            let column = if c.partition {
+                Column::Constant(partition_value(c, self.partition_values.get(&c.physical))?)
+            } else if let Some(i) = inner.columns().iter().position(|n| *n == c.physical) {
+                Column::Stored(i)
+            } else if c.nullable {
+                // A column added after this file was written: null in it.
+                match Scalar::Null(c.data_type.clone()).to_array(1) {
+                    Ok(one) => Column::Constant(one),
+                    Err(_) => continue,
+                }
+            } else {
+                // Missing as from any file: the check reports it.
+                continue;
+            };
+            names.push(c.name.clone());
+            columns.push(column);
+        }
+        Ok(Box::new(TableFile {
+            inner,
+            names,
+            columns,
+            deleted,
+        }))
+    }
+}
+
+/// A partition column's value in one file, as a one-element array of the
+/// column's type (Delta's partition value serialization; an empty string
+/// is the empty string or binary, else null).
+fn partition_value(c: &TableColumn, raw: Option<&String>) -> Result<arrow::array::ArrayRef, ReadError> {
+    let bad = |e: delta_kernel::KernelError| ReadError::new(format!("partition column {}: {e}", c.name));
+    let scalar = match (raw, c.data_type.as_primitive_opt()) {
+        (Some(v), Some(p)) if v.is_empty() => match p {
+            delta_kernel::schema::PrimitiveType::String => Scalar::String(String::new()),
+            delta_kernel::schema::PrimitiveType::Binary => Scalar::Binary(Vec::new()),
+            _ => Scalar::Null(c.data_type.clone()),
+        },
+        (Some(v), Some(p)) => p.parse_scalar(v).map_err(bad)?,
+        (Some(_), None) => {
+            return Err(ReadError::new(format!(
+                "partition column {} has a type partition values cannot hold",
+                c.name
+            )));
+        }
+        (None, _) => Scalar::Null(c.data_type.clone()),
+    };
+    scalar.to_array(1).map_err(bad)
+}

@@ -1,0 +1,246 @@
+//! A table's data file seen through its table: the table's column names
+//! (a column-mapped file stores physical ones), partition columns (in no
+//! data file) as constant columns, columns a file predates as nulls, and
+//! the rows the table deleted left out.
+//!
+//! Why a wrapper over the file's own reader: the Parquet reader keeps its
+//! statistics, dictionary and page proofs, and rows keep their place in the
+//! data file (a deleted row splits a batch into the runs around it, each
+//! with its own first row), so examples name the data file and row as for
+//! any Parquet file.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow::datatypes::{Field, Schema};
+
+use crate::error::ReadError;
+use crate::proof::{Judge, UnitStats};
+use crate::source::read::{Batch, JudgedSink, Source};
+
+/// Where a table column's values come from.
+#[derive(Debug, Clone)]
+pub(super) enum Column {
+    /// The data file's column at this index.
+    Stored(usize),
+    /// One value for every row (a partition value, or null for a column
+    /// the file predates), as a one-element array.
+    Constant(ArrayRef),
+}
+
+/// A data file read as its table defines its rows.
+pub(super) struct TableFile {
+    pub(super) inner: Box<dyn Source>,
+    /// The table's column names, with where each one's values come from.
+    pub(super) names: Vec<String>,
+    pub(super) columns: Vec<Column>,
+    /// The file rows the table deleted, ascending.
+    pub(super) deleted: Vec<u64>,
+}
+
+/// Where each asked column of a batch comes from.
+enum Slot {
+    Inner(usize),
+    Constant(ArrayRef),
+}
+
+impl TableFile {
+    /// Reads through the data file's reader `read`, asked for the stored
+    /// columns among `projection`, and hands `sink` the table's columns of
+    /// every run of rows the table did not delete.
+    fn through(
+        &self,
+        projection: &[usize],
+        shapes: &[bool],
+        judges: &[Option<Judge>],
+        read: impl FnOnce(&[usize], &[bool], &[Option<Judge>], &mut JudgedSink<'_>) -> Result<(), ReadError>,
+        sink: &mut JudgedSink<'_>,
+    ) -> Result<(), ReadError> {
+        let mut inner = Vec::new();
+        let mut inner_shapes = Vec::new();
+        let mut inner_judges = Vec::new();
+        let mut slots = Vec::with_capacity(projection.len());
+        for (j, &p) in projection.iter().enumerate() {
+            match &self.columns[p] {
+                Column::Stored(i) => {
+                    slots.push(Slot::Inner(inner.len()));
+                    inner.push(*i);
+                    inner_shapes.push(shapes.get(j).copied().unwrap_or(false));
+                    inner_judges.push(judges.get(j).cloned().flatten());
+                }
+                Column::Constant(one) => slots.push(Slot::Constant(one.clone())),
+            }
+        }
+        // Constant columns alone: the rows come from the file's first column.
+        if inner.is_empty() {
+            if self.inner.columns().is_empty() {
+                return Err(ReadError::new("the data file has no column to count its rows by"));
+            }
+            inner.push(0);
+            inner_shapes.push(false);
+            inner_judges.push(None);
+        }
+        let names: Vec<&str> = projection.iter().map(|&p| self.names[p].as_str()).collect();
+        read(
+            &inner,
+            &inner_shapes,
+            &inner_judges,
+            &mut |b: Batch, proven: &[bool]| {
+                let rows = b.batch.num_rows();
+                let mut columns = Vec::with_capacity(slots.len());
+                let mut flags = vec![false; slots.len()];
+                for (j, slot) in slots.iter().enumerate() {
+                    columns.push(match slot {
+                        Slot::Inner(k) => {
+                            flags[j] = proven.get(*k).copied().unwrap_or(false);
+                            b.batch.column(*k).clone()
+                        }
+                        Slot::Constant(one) => repeat(one, rows)?,
+                    });
+                }
+                let fields: Vec<Field> = names
+                    .iter()
+                    .zip(&columns)
+                    .map(|(n, c)| Field::new(*n, c.data_type().clone(), true))
+                    .collect();
+                let batch = RecordBatch::try_new_with_options(
+                    Arc::new(Schema::new(fields)),
+                    columns,
+                    &RecordBatchOptions::new().with_row_count(Some(rows)),
+                )
+                .map_err(|e| ReadError::new(e.to_string()))?;
+                self.kept(b.first_row, batch, &flags, sink)
+            },
+        )
+    }
+
+    /// Hands `sink` the runs of `batch` (file rows from `first`) that the
+    /// table did not delete.
+    fn kept(&self, first: u64, batch: RecordBatch, flags: &[bool], sink: &mut JudgedSink<'_>) -> Result<(), ReadError> {
+        let end = first + batch.num_rows() as u64;
+        let lo = self.deleted.partition_point(|&d| d < first);
+        let hi = self.deleted.partition_point(|&d| d < end);
+        if lo == hi {
+            return sink(
+                Batch {
+                    first_row: first,
+                    batch,
+                },
+                flags,
+            );
+        }
+        let mut start = first;
+        for &d in &self.deleted[lo..hi] {
+            if d > start {
+                let run = batch.slice((start - first) as usize, (d - start) as usize);
+                sink(
+                    Batch {
+                        first_row: start,
+                        batch: run,
+                    },
+                    flags,
+                )?;
+            }
+            start = d + 1;
+        }
+        if start < end {
+            let run = batch.slice((start - first) as usize, (end - start) as usize);
+            sink(
+                Batch {
+                    first_row: start,
+                    batch: run,
+                },
+                flags,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A one-element array repeated `rows` times.
+fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef, ReadError> {
+    let zeros = UInt32Array::from(vec![0u32; rows]);
+    arrow::compute::take(one.as_ref(), &zeros, None).map_err(|e| ReadError::new(e.to_string()))
+}
+
+impl Source for TableFile {
+    fn columns(&self) -> &[String] {
+        &self.names
+    }
+
+    fn units(&self) -> usize {
+        self.inner.units()
+    }
+
+    fn read(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        self.through(
+            projection,
+            &[],
+            &[],
+            |p, _, _, s| self.inner.read(unit, p, &mut |b| s(b, &[])),
+            &mut |b, _| sink(b),
+        )
+    }
+
+    fn read_shapes(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        self.through(
+            projection,
+            shapes,
+            &[],
+            |p, sh, _, s| self.inner.read_shapes(unit, p, sh, &mut |b| s(b, &[])),
+            &mut |b, _| sink(b),
+        )
+    }
+
+    fn read_judged(
+        &self,
+        unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        judges: &[Option<Judge>],
+        sink: &mut JudgedSink<'_>,
+    ) -> Result<(), ReadError> {
+        self.through(
+            projection,
+            shapes,
+            judges,
+            |p, sh, j, s| self.inner.read_judged(unit, p, sh, j, s),
+            sink,
+        )
+    }
+
+    fn empty(&self) -> bool {
+        self.inner.empty()
+    }
+
+    /// The file's statistics, for its own columns and only while the table
+    /// deleted none of its rows (they count every stored row).
+    fn unit_stats(&self, unit: usize, column: usize) -> Option<UnitStats> {
+        match (&self.columns[column], self.deleted.is_empty()) {
+            (Column::Stored(i), true) => self.inner.unit_stats(unit, *i),
+            _ => None,
+        }
+    }
+
+    fn stored_type(&self, column: usize) -> Option<arrow::datatypes::DataType> {
+        match &self.columns[column] {
+            Column::Stored(i) => self.inner.stored_type(*i),
+            Column::Constant(_) => None,
+        }
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.inner.notes()
+    }
+}
