@@ -14,7 +14,7 @@
 
 use arrow::array::downcast_integer;
 use arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
-use arrow::datatypes::{ArrowPrimitiveType, DataType, Float32Type, Float64Type};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Float16Type, Float32Type, Float64Type};
 
 use super::{ColumnCheck, Place};
 use crate::check::tally::{Spot, Tally, Value};
@@ -119,9 +119,55 @@ fn scan(a: &dyn Array, range: std::ops::Range<usize>, band: &Band, tally: &mut T
     }
     downcast_integer! {
         a.data_type() => (ints),
+        DataType::Float16 => band_floats(a.as_primitive::<Float16Type>(), range, band, tally),
         DataType::Float32 => band_floats(a.as_primitive::<Float32Type>(), range, band, tally),
         DataType::Float64 => band_floats(a.as_primitive::<Float64Type>(), range, band, tally),
+        DataType::Dictionary(_, _) => band_dictionary(a, range, band, tally),
         _ => {}
+    }
+}
+
+/// A dictionary column (as Arrow IPC and Parquet dictionaries read): each
+/// entry judged once, then each valid row's key looked up.
+fn band_dictionary(a: &dyn Array, range: std::ops::Range<usize>, band: &Band, tally: &mut Tally) {
+    let d = a.as_any_dictionary();
+    let values = d.values();
+    let entries: Vec<Option<Value>> = (0..values.len()).map(|j| in_band(values.as_ref(), j, band)).collect();
+    if entries.iter().all(Option::is_none) {
+        return;
+    }
+    let keys = d.normalized_keys();
+    for e in range {
+        if a.is_valid(e)
+            && let Some(Some(v)) = keys.get(e).map(|&k| entries.get(k).cloned().flatten())
+        {
+            hit(e, v, band, tally);
+        }
+    }
+}
+
+/// Entry `j` of a dictionary's values, when it is a number in the band.
+fn in_band(values: &dyn Array, j: usize, band: &Band) -> Option<Value> {
+    if values.is_null(j) {
+        return None;
+    }
+    let whole = |v: f64| {
+        crate::schema::float_to_whole(v)
+            .filter(|w| band.lo <= *w && *w < band.hi)
+            .map(|_| Value::Float(v))
+    };
+    macro_rules! int {
+        ($t:ty) => {{
+            let v: i128 = values.as_primitive::<$t>().value(j).into();
+            (band.lo <= v && v < band.hi).then_some(Value::Int(v))
+        }};
+    }
+    downcast_integer! {
+        values.data_type() => (int),
+        DataType::Float16 => whole(values.as_primitive::<Float16Type>().value(j).into()),
+        DataType::Float32 => whole(values.as_primitive::<Float32Type>().value(j).into()),
+        DataType::Float64 => whole(values.as_primitive::<Float64Type>().value(j)),
+        _ => None,
     }
 }
 

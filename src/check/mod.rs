@@ -503,7 +503,10 @@ impl Validator {
         // Nulls are violations unless allowed; in a list column the null
         // count also counts empty lists, so only zero proves anything there.
         let nulls_ok = stats.null_count == 0 || col.spec.nullable;
-        in_range && nulls_ok
+        // The tokenizer band [tokenizer_size, size) is counted apart: only
+        // a unit whose values all lie below it has none to count.
+        let band_clear = col.spec.tokenizer_size.is_none_or(|t| stats.max < t);
+        in_range && nulls_ok && band_clear
     }
 
     /// Notes what statistics showed of a proven column (for hints).

@@ -390,6 +390,47 @@ fn a_large_stream_is_a_memory_scan_with_bounded_memory() {
     assert!(kb < 64 * 1024, "peak RSS {kb} KB for a 96 MB file without an EOD");
 }
 
+/// The tokenizer band counts every stored form of a number: float16
+/// (Parquet's FLOAT16) and dictionary-encoded ids (Arrow IPC and Parquet
+/// dictionaries, read as dictionaries), as the index rule reads them, and
+/// statistics that prove the index rule do not skip the band. The expected
+/// rows are the ones pyarrow reads in [10, 16).
+#[test]
+fn tokenizer_size_counts_float16_and_dictionary_ids() {
+    let env = Env::new();
+    env.write(
+        "s.yaml",
+        "columns:\n  ids: {kind: index, size: 16, tokenizer_size: 10, nullable: true}\n",
+    );
+    env.python(
+        "import pyarrow.feather as pf\n\
+         v = [1, 12, 15, 3, None, 10, 9, 12]\n\
+         pq.write_table(pa.table({'ids': pa.array([np.float16(x) if x is not None else None for x in v], pa.float16())}), 'f16.parquet')\n\
+         d = pa.table({'ids': pa.array(v, pa.int64()).dictionary_encode()})\n\
+         pf.write_feather(d, 'dict.arrow')\n\
+         pq.write_table(d, 'dict.parquet')\n\
+         pq.write_table(pa.table({'ids': pa.array(v, pa.int64())}), 'plain.parquet', use_dictionary=False)\n\
+         pq.write_table(pa.table({'ids': pa.array([1, 9, None, 0], pa.int64())}), 'below.parquet')\n\
+         assert pq.ParquetFile('plain.parquet').metadata.row_group(0).column(0).statistics.max == 15\n\
+         for f in ('f16.parquet', 'dict.parquet'):\n\
+         \x20   assert pq.read_table(f).column('ids').to_pylist() == v, f\n\
+         assert pq.read_table('f16.parquet').schema.field('ids').type == pa.float16()\n\
+         assert pa.types.is_dictionary(pf.read_table('dict.arrow').schema.field('ids').type)\n",
+    );
+    // The statistics of plain.parquet and dict.parquet (min 1, max 15, a
+    // null allowed) prove the index rule but not the band.
+    for file in ["f16.parquet", "dict.arrow", "dict.parquet", "plain.parquet"] {
+        let r = env.check_json(&["-s", "s.yaml", file], 1);
+        let (n, ex) = hits(&r, "ids", "tokenizer_size");
+        assert_eq!(n, 4, "{file}: {r}");
+        let rows: Vec<u64> = ex.iter().map(|e| e.1).collect();
+        assert_eq!(rows, [1, 2, 5, 7], "{file}");
+        assert_eq!(check(&r, "ids", "index")["violations"], 0, "{file}");
+    }
+    // Statistics whose maximum lies below the band prove the file.
+    env.check_json(&["-s", "s.yaml", "below.parquet"], 0);
+}
+
 #[test]
 fn tokenizer_size_reports_untrained_ids_apart_from_crashing_ones() {
     // GPT-2: T = 50257 ids, P = 50304 embedding rows.
