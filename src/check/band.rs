@@ -316,8 +316,223 @@ pub(crate) fn too_narrow(spec: &ColumnSpec, t: &DataType) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use arrow::array::{
+        DictionaryArray, FixedSizeListArray, Float16Array, Float64Array, Int8Array, Int32Array, Int64Array, ListArray,
+        RecordBatch, UInt8Array, UInt64Array,
+    };
+    use arrow::buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+    use arrow::datatypes::{Field, Float16Type, Int8Type, Int32Type};
+
     use super::*;
+    use crate::check::Validator;
     use crate::schema::Schema;
+
+    type F16 = <Float16Type as ArrowPrimitiveType>::Native;
+
+    /// Ids 0..10 come from the tokenizer, 10..16 are padding rows.
+    fn padded() -> Validator {
+        let yaml = "version: 1\ncolumns:\n  v: {kind: index, size: 16, tokenizer_size: 10}\n";
+        Validator::new(Schema::from_yaml(yaml, Path::new("s.yaml")).unwrap(), 100)
+    }
+
+    /// (rule, row, pos, value) of every violation, batch starting at row 10.
+    fn logged(v: &Validator, a: ArrayRef) -> Vec<(String, u64, Option<u64>, Value)> {
+        let batch = RecordBatch::try_from_iter([("v", a)]).unwrap();
+        let mut t = v.tally();
+        t.log = Some(Vec::new());
+        assert!(v.check_batch(&batch, 0, 10, &mut t).is_empty());
+        let log = t.log.unwrap();
+        log.iter()
+            .map(|l| {
+                (
+                    format!("{:?}", v.plan()[l.check].1),
+                    l.spot.row,
+                    l.spot.pos,
+                    l.value.clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn band(row: u64, pos: Option<u64>, v: Value) -> (String, u64, Option<u64>, Value) {
+        ("TokenizerSize".to_string(), row, pos, v)
+    }
+
+    fn index(row: u64, pos: Option<u64>, v: Value) -> (String, u64, Option<u64>, Value) {
+        ("Index".to_string(), row, pos, v)
+    }
+
+    #[test]
+    fn the_band_is_half_open_at_both_ends() {
+        let v = padded();
+        let a = Arc::new(Int64Array::from(vec![9, 10, 15, 16, -1, i64::MAX]));
+        let want = vec![
+            index(13, None, Value::Int(16)),
+            index(14, None, Value::Int(-1)),
+            index(15, None, Value::Int(i64::MAX.into())),
+            band(11, None, Value::Int(10)),
+            band(12, None, Value::Int(15)),
+        ];
+        assert_eq!(logged(&v, a), want);
+    }
+
+    #[test]
+    fn each_width_extreme_is_outside_the_band() {
+        let v = padded();
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(Int8Array::from(vec![i8::MIN, 10, i8::MAX])),
+            Arc::new(UInt8Array::from(vec![u8::MAX, 10, 0])),
+            Arc::new(UInt64Array::from(vec![u64::MAX, 10, 1 << 63])),
+        ];
+        for a in arrays {
+            let t = a.data_type().clone();
+            let bands: Vec<_> = logged(&v, a).into_iter().filter(|h| h.0 == "TokenizerSize").collect();
+            assert_eq!(bands, [band(11, None, Value::Int(10))], "{t}");
+        }
+    }
+
+    #[test]
+    fn values_under_nulls_are_not_in_the_band() {
+        let v = padded();
+        let a = Int32Array::new(
+            ScalarBuffer::from(vec![10, 12]),
+            Some(NullBuffer::from(vec![false, true])),
+        );
+        let want = vec![
+            ("Null".to_string(), 10, None, Value::Null),
+            band(11, None, Value::Int(12)),
+        ];
+        assert_eq!(logged(&v, Arc::new(a)), want);
+    }
+
+    /// [[1, 12], null (covering 11), [], [13]]
+    fn lists() -> ListArray {
+        let field = Arc::new(Field::new("item", DataType::Int32, true));
+        let offsets = OffsetBuffer::new(vec![0, 2, 3, 3, 4].into());
+        let child = Arc::new(Int32Array::from(vec![1, 12, 11, 13]));
+        let nulls = NullBuffer::from(vec![true, false, true, true]);
+        ListArray::new(field, offsets, child, Some(nulls))
+    }
+
+    #[test]
+    fn list_elements_in_the_band_report_row_and_position() {
+        let want = vec![
+            ("Null".to_string(), 11, None, Value::Null),
+            band(10, Some(1), Value::Int(12)),
+            band(13, Some(0), Value::Int(13)),
+        ];
+        assert_eq!(logged(&padded(), Arc::new(lists())), want);
+    }
+
+    #[test]
+    fn a_sliced_list_counts_from_its_own_first_row() {
+        let want = vec![
+            ("Null".to_string(), 10, None, Value::Null),
+            band(12, Some(0), Value::Int(13)),
+        ];
+        assert_eq!(logged(&padded(), Arc::new(lists().slice(1, 3))), want);
+    }
+
+    #[test]
+    fn a_list_without_null_rows_is_scanned_whole() {
+        let a = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(10), Some(1)]),
+            Some(vec![]),
+            Some(vec![Some(2), Some(11)]),
+        ]);
+        let want = vec![band(10, Some(0), Value::Int(10)), band(12, Some(1), Value::Int(11))];
+        assert_eq!(logged(&padded(), Arc::new(a.slice(0, 3))), want);
+    }
+
+    #[test]
+    fn fixed_size_lists_and_their_slices() {
+        let a = FixedSizeListArray::from_iter_primitive::<Int32Type, _, _>(
+            vec![Some(vec![Some(10), Some(1)]), None, Some(vec![Some(2), Some(11)])],
+            2,
+        );
+        let want = vec![
+            ("Null".to_string(), 11, None, Value::Null),
+            band(10, Some(0), Value::Int(10)),
+            band(12, Some(1), Value::Int(11)),
+        ];
+        assert_eq!(logged(&padded(), Arc::new(a.clone())), want);
+        let want = vec![
+            ("Null".to_string(), 10, None, Value::Null),
+            band(11, Some(1), Value::Int(11)),
+        ];
+        assert_eq!(logged(&padded(), Arc::new(a.slice(1, 2))), want);
+    }
+
+    #[test]
+    fn whole_floats_count_and_fractions_do_not() {
+        let a = Float64Array::from(vec![10.0, 10.5, f64::NAN, 16.0, 9.0, -0.0]);
+        let got = logged(&padded(), Arc::new(a));
+        let bands: Vec<_> = got.iter().filter(|h| h.0 == "TokenizerSize").cloned().collect();
+        assert_eq!(bands, [band(10, None, Value::Float(10.0))]);
+        assert_eq!(got.iter().filter(|h| h.0 == "NotInteger").count(), 2);
+        assert_eq!(got.iter().filter(|h| h.0 == "Index").count(), 1);
+    }
+
+    #[test]
+    fn float16_ids_in_the_band_count() {
+        let a = Float16Array::from(vec![F16::from_f32(10.0), F16::from_f32(1.0)]);
+        assert_eq!(logged(&padded(), Arc::new(a)), [band(10, None, Value::Float(10.0))]);
+    }
+
+    #[test]
+    fn dictionary_ids_in_the_band_count() {
+        let keys = Int8Array::from(vec![0, 1]);
+        let a = DictionaryArray::<Int8Type>::try_new(keys, Arc::new(Int64Array::from(vec![1, 12]))).unwrap();
+        assert_eq!(logged(&padded(), Arc::new(a)), [band(11, None, Value::Int(12))]);
+    }
+
+    #[test]
+    fn the_band_records_evidence() {
+        let v = padded();
+        let batch = RecordBatch::try_from_iter([("v", Arc::new(Int64Array::from(vec![15, 10])) as ArrayRef)]).unwrap();
+        let mut t = v.tally();
+        assert!(v.check_batch(&batch, 0, 0, &mut t).is_empty());
+        let slot = v.column_check(0).slots.tokenizer_size.unwrap();
+        assert_eq!(t.checks[slot].violations, 2);
+        assert_eq!(
+            (t.checks[slot].evidence.bad_min, t.checks[slot].evidence.bad_max),
+            (Some(10), Some(15))
+        );
+        assert_eq!(t.checks[v.column_check(0).slots.value].violations, 0);
+    }
+
+    #[test]
+    fn stored_limits_of_every_width() {
+        let want: [(DataType, i128); 8] = [
+            (DataType::Int8, 127),
+            (DataType::Int16, 32767),
+            (DataType::Int32, (1 << 31) - 1),
+            (DataType::Int64, (1 << 63) - 1),
+            (DataType::UInt8, 255),
+            (DataType::UInt16, 65535),
+            (DataType::UInt32, (1 << 32) - 1),
+            (DataType::UInt64, (1 << 64) - 1),
+        ];
+        for (t, limit) in want {
+            assert_eq!(stored_limit(&t).map(|l| l.0), Some(limit), "{t}");
+        }
+        let dict = DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::UInt16));
+        assert_eq!(stored_limit(&dict), Some((65535, "uint16")));
+        assert_eq!(stored_limit(&DataType::Float64), Some((1 << 53, "float64")));
+        assert_eq!(stored_limit(&DataType::Utf8), None);
+    }
+
+    #[test]
+    fn grouped_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(-1234567), "-1,234,567");
+        assert_eq!(grouped(u64::MAX.into()), "18,446,744,073,709,551,615");
+    }
 
     fn narrow(column: &str, t: DataType) -> Option<String> {
         let yaml = format!("columns:\n  c: {column}\n");
@@ -365,5 +580,21 @@ mod tests {
         assert_eq!(narrow("{kind: index, size: 128256}", DataType::UInt32), None);
         assert_eq!(narrow("{kind: range, min: 0, max: 100000}", DataType::UInt8), None);
         assert_eq!(narrow("{kind: index, size: 128256}", DataType::Utf8), None);
+    }
+
+    #[test]
+    fn the_widest_types_at_their_limits() {
+        assert_eq!(narrow("{kind: index, size: 4294967296}", DataType::UInt32), None);
+        assert!(narrow("{kind: index, size: 4294967297}", DataType::UInt32).is_some());
+        assert_eq!(
+            narrow("{kind: class, num_classes: 9223372036854775807}", DataType::Int64),
+            None
+        );
+        assert_eq!(narrow("{kind: index, size: 9007199254740993}", DataType::Float64), None);
+        assert!(narrow("{kind: index, size: 9007199254740994}", DataType::Float64).is_some());
+        // A dictionary is judged by its values' type.
+        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::UInt8));
+        assert!(narrow("{kind: class, num_classes: 257}", dict.clone()).is_some());
+        assert_eq!(narrow("{kind: class, num_classes: 256}", dict), None);
     }
 }

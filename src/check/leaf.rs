@@ -551,3 +551,489 @@ fn value_at(a: &dyn Array, i: usize) -> Option<Value> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use arrow::array::{
+        ArrayRef, BinaryArray, BooleanArray, DictionaryArray, Float16Array, Float32Array, Float64Array, Int8Array,
+        Int16Array, Int32Array, Int64Array, NullArray, StringArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    };
+    use arrow::buffer::{NullBuffer, ScalarBuffer};
+    use arrow::datatypes::Int8Type;
+
+    use super::*;
+    use crate::check::Validator;
+
+    type F16 = <Float16Type as ArrowPrimitiveType>::Native;
+    use crate::schema::Schema;
+
+    fn validator(col: &str) -> Validator {
+        let yaml = format!("version: 1\ncolumns:\n  v: {col}\n");
+        Validator::new(Schema::from_yaml(&yaml, Path::new("s.yaml")).unwrap(), 100)
+    }
+
+    /// Checks `a[range]` (rows numbered from 0) into a fresh tally.
+    fn run_range(v: &Validator, a: &dyn Array, range: Range<usize>) -> Tally {
+        let mut t = v.tally();
+        let at = Place { file: 0, first_row: 0 };
+        check_values(v.column_check(0), a, range, &|p| Spot::row(p as u64), at, &mut t).unwrap();
+        t
+    }
+
+    fn run(v: &Validator, a: &dyn Array) -> Tally {
+        run_range(v, a, 0..a.len())
+    }
+
+    /// (rule, count, [(row, value)]) for every check with violations.
+    type Hits = Vec<(String, u64, Vec<(u64, Value)>)>;
+
+    fn hits(v: &Validator, t: &Tally) -> Hits {
+        v.plan()
+            .iter()
+            .zip(&t.checks)
+            .filter(|(_, c)| c.violations > 0)
+            .map(|((_, r), c)| {
+                let ex = c.examples.iter().map(|e| (e.row, e.value.clone())).collect();
+                (format!("{r:?}"), c.violations, ex)
+            })
+            .collect()
+    }
+
+    fn one(rule: &str, n: u64, ex: &[(u64, Value)]) -> Hits {
+        vec![(rule.to_string(), n, ex.to_vec())]
+    }
+
+    fn int(v: i128) -> Value {
+        Value::Int(v)
+    }
+
+    #[test]
+    fn each_signed_width_against_a_bound_one_past_its_max() {
+        // size = MAX + 1: every non-negative value fits, every negative fails.
+        let cases: Vec<(i128, ArrayRef)> = vec![
+            (i8::MIN.into(), Arc::new(Int8Array::from(vec![i8::MIN, -1, 0, i8::MAX]))),
+            (
+                i16::MIN.into(),
+                Arc::new(Int16Array::from(vec![i16::MIN, -1, 0, i16::MAX])),
+            ),
+            (
+                i32::MIN.into(),
+                Arc::new(Int32Array::from(vec![i32::MIN, -1, 0, i32::MAX])),
+            ),
+            (
+                i64::MIN.into(),
+                Arc::new(Int64Array::from(vec![i64::MIN, -1, 0, i64::MAX])),
+            ),
+        ];
+        for (min, a) in cases {
+            let max = -min - 1;
+            let v = validator(&format!("{{kind: index, size: {}}}", max + 1));
+            let want = one("Index", 2, &[(0, int(min)), (1, int(-1))]);
+            assert_eq!(hits(&v, &run(&v, a.as_ref())), want, "{}", a.data_type());
+            // size = MAX: MAX itself is out.
+            let v = validator(&format!("{{kind: index, size: {max}}}"));
+            assert_eq!(run(&v, a.as_ref()).checks[0].violations, 3, "{}", a.data_type());
+        }
+    }
+
+    #[test]
+    fn each_unsigned_width_at_zero_and_max() {
+        let cases: Vec<(i128, ArrayRef)> = vec![
+            (u8::MAX.into(), Arc::new(UInt8Array::from(vec![0, u8::MAX]))),
+            (u16::MAX.into(), Arc::new(UInt16Array::from(vec![0, u16::MAX]))),
+            (u32::MAX.into(), Arc::new(UInt32Array::from(vec![0, u32::MAX]))),
+            (u64::MAX.into(), Arc::new(UInt64Array::from(vec![0, u64::MAX]))),
+        ];
+        for (max, a) in cases {
+            let v = validator(&format!("{{kind: index, size: {}}}", max + 1));
+            assert!(hits(&v, &run(&v, a.as_ref())).is_empty(), "{}", a.data_type());
+            let v = validator(&format!("{{kind: index, size: {max}}}"));
+            assert_eq!(hits(&v, &run(&v, a.as_ref())), one("Index", 1, &[(1, int(max))]));
+        }
+    }
+
+    #[test]
+    fn u64_above_i64_max_is_not_negative() {
+        let v = validator("{kind: class, num_classes: 10, ignore_index: -1}");
+        let a = UInt64Array::from(vec![u64::MAX, 1 << 63, 9]);
+        let want = one("Class", 2, &[(0, int(u64::MAX.into())), (1, int(1 << 63))]);
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+    }
+
+    #[test]
+    fn minus_100_ignore_index_never_matches_an_unsigned_value() {
+        // 156 is -100 as a byte; torch reads uint8 targets unsigned.
+        let v = validator("{kind: class, num_classes: 10}");
+        let a = UInt8Array::from(vec![156, 255, 0]);
+        assert_eq!(hits(&v, &run(&v, &a)), one("Class", 2, &[(0, int(156)), (1, int(255))]));
+        let a = UInt64Array::from(vec![u64::MAX - 99, 9]);
+        assert_eq!(run(&v, &a).checks[0].violations, 1);
+    }
+
+    #[test]
+    fn ignore_index_255_in_a_signed_byte_column_is_not_minus_one() {
+        let v = validator("{kind: class, num_classes: 10, ignore_index: 255}");
+        let a = Int8Array::from(vec![-1, 0, 10]);
+        assert_eq!(hits(&v, &run(&v, &a)), one("Class", 2, &[(0, int(-1)), (2, int(10))]));
+        let a = UInt8Array::from(vec![255, 254]);
+        assert_eq!(hits(&v, &run(&v, &a)), one("Class", 1, &[(1, int(254))]));
+    }
+
+    #[test]
+    fn ignore_index_at_the_type_minimum_passes() {
+        let v = validator("{kind: class, num_classes: 2, ignore_index: -128}");
+        let a = Int8Array::from(vec![i8::MIN, -127, 1]);
+        assert_eq!(hits(&v, &run(&v, &a)), one("Class", 1, &[(1, int(-127))]));
+    }
+
+    #[test]
+    fn no_ignore_index_reports_minus_100() {
+        let v = validator("{kind: class, num_classes: 2, ignore_index: null}");
+        let a = Int64Array::from(vec![-100, 0, 1]);
+        assert_eq!(hits(&v, &run(&v, &a)), one("Class", 1, &[(0, int(-100))]));
+    }
+
+    #[test]
+    fn a_range_bound_of_zero() {
+        let v = validator("{kind: range, min: 0, max: 0}");
+        let a = Int32Array::from(vec![-1, 0, 1, i32::MIN, i32::MAX]);
+        assert_eq!(run(&v, &a).checks[0].violations, 4);
+        // min 0 on unsigned: everything passes, MAX included.
+        let v = validator("{kind: range, min: 0}");
+        assert!(hits(&v, &run(&v, &UInt64Array::from(vec![0, u64::MAX]))).is_empty());
+    }
+
+    #[test]
+    fn a_range_outside_the_type_fails_every_value() {
+        // max -1 on unsigned, min 256 on uint8: no value of the type passes.
+        let v = validator("{kind: range, max: -1}");
+        let want = one("Range", 2, &[(0, int(0)), (1, int(255))]);
+        assert_eq!(hits(&v, &run(&v, &UInt8Array::from(vec![0, 255]))), want);
+        let v = validator("{kind: range, min: 256}");
+        assert_eq!(hits(&v, &run(&v, &UInt8Array::from(vec![0, 255]))), want);
+        let v = validator("{kind: range, min: 9223372036854775808}");
+        let a = Int64Array::from(vec![i64::MAX]);
+        assert_eq!(run(&v, &a).checks[0].violations, 1);
+    }
+
+    #[test]
+    fn a_range_at_the_u64_limits() {
+        let v = validator("{kind: range, min: 18446744073709551615}");
+        let a = UInt64Array::from(vec![u64::MAX, u64::MAX - 1]);
+        assert_eq!(
+            hits(&v, &run(&v, &a)),
+            one("Range", 1, &[(1, int((u64::MAX - 1).into()))])
+        );
+    }
+
+    #[test]
+    fn values_under_nulls_are_not_judged() {
+        // The null slots hold 99 and -5; only the nulls count.
+        let vals = ScalarBuffer::from(vec![1i32, 99, 3, -5]);
+        let nulls = NullBuffer::from(vec![true, false, true, false]);
+        let a = Int32Array::new(vals, Some(nulls));
+        let v = validator("{kind: class, num_classes: 4}");
+        let want = vec![("Null".to_string(), 2, vec![(1, Value::Null), (3, Value::Null)])];
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+        // Nor do they lower the smallest value seen (the 1-indexed hint).
+        assert_eq!(run(&v, &a).checks[0].evidence.min, Some(1));
+    }
+
+    #[test]
+    fn nullable_columns_report_no_nulls() {
+        let v = validator("{kind: class, num_classes: 4, nullable: true}");
+        let a = Int32Array::from(vec![None, Some(4), None]);
+        assert_eq!(hits(&v, &run(&v, &a)), one("Class", 1, &[(1, int(4))]));
+    }
+
+    #[test]
+    fn a_null_buffer_without_nulls_changes_nothing() {
+        let a = Int16Array::new(ScalarBuffer::from(vec![0i16, 7, 2]), Some(NullBuffer::new_valid(3)));
+        let v = validator("{kind: index, size: 3}");
+        assert_eq!(hits(&v, &run(&v, &a)), one("Index", 1, &[(1, int(7))]));
+        let v = validator("{kind: index, size: 8}");
+        assert!(hits(&v, &run(&v, &a)).is_empty());
+    }
+
+    #[test]
+    fn a_sliced_array_reports_positions_in_the_slice() {
+        let full = Int32Array::from(vec![Some(50), None, Some(1), Some(99), None, Some(70)]);
+        let a = full.slice(1, 4); // [null, 1, 99, null]
+        let v = validator("{kind: class, num_classes: 10}");
+        let want = vec![
+            ("Class".to_string(), 1, vec![(2, int(99))]),
+            ("Null".to_string(), 2, vec![(0, Value::Null), (3, Value::Null)]),
+        ];
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+    }
+
+    #[test]
+    fn a_sub_range_is_judged_alone_and_keeps_its_rows() {
+        let a = Int64Array::from(vec![-7, 1, 20, 2, 30, -8]);
+        let v = validator("{kind: index, size: 10}");
+        let want = one("Index", 2, &[(2, int(20)), (4, int(30))]);
+        assert_eq!(hits(&v, &run_range(&v, &a, 1..5)), want);
+        assert!(hits(&v, &run_range(&v, &a, 3..3)).is_empty());
+    }
+
+    #[test]
+    fn bad_values_across_blocks_are_all_found_in_order() {
+        let mut vals = vec![1u32; 300];
+        for i in [0, 63, 64, 127, 299] {
+            vals[i] = 5;
+        }
+        let a = UInt32Array::from(vals);
+        let v = validator("{kind: index, size: 5}");
+        let rows: Vec<(u64, Value)> = [0, 63, 64, 127, 299].iter().map(|&r| (r, int(5))).collect();
+        assert_eq!(hits(&v, &run(&v, &a)), one("Index", 5, &rows));
+        // Examples are capped, the count is not; the log has every one.
+        let yaml = "version: 1\ncolumns:\n  v: {kind: index, size: 5}\n";
+        let v = Validator::new(Schema::from_yaml(yaml, Path::new("s.yaml")).unwrap(), 2);
+        let mut t = v.tally();
+        t.log = Some(Vec::new());
+        let at = Place { file: 3, first_row: 0 };
+        check_values(v.column_check(0), &a, 0..300, &|p| Spot::row(p as u64), at, &mut t).unwrap();
+        assert_eq!(t.checks[0].violations, 5);
+        assert_eq!(t.checks[0].examples.iter().map(|e| e.row).collect::<Vec<_>>(), [0, 63]);
+        assert!(t.checks[0].examples.iter().all(|e| e.file == 3));
+        let logged: Vec<u64> = t.log.unwrap().iter().map(|l| l.spot.row).collect();
+        assert_eq!(logged, [0, 63, 64, 127, 299]);
+    }
+
+    #[test]
+    fn evidence_of_sentinels_and_minimum() {
+        let v = validator("{kind: class, num_classes: 3, ignore_index: null}");
+        let t = run(&v, &Int64Array::from(vec![2, -1, -100, 255, 70000, 1]));
+        let e = &t.checks[0].evidence;
+        assert!(e.saw_minus_one && e.saw_minus_100 && e.saw_255);
+        assert_eq!((e.bad_min, e.bad_max, e.min), (Some(-100), Some(70000), Some(-100)));
+        assert_eq!(e.bad_wide, [1, 0]);
+        // The ignored value is not the minimum.
+        let v = validator("{kind: class, num_classes: 3}");
+        let t = run(&v, &Int64Array::from(vec![2, -100, 1]));
+        assert_eq!(t.checks[0].evidence.min, Some(1));
+    }
+
+    #[test]
+    fn float_class_at_and_past_the_bound() {
+        let v = validator("{kind: class, num_classes: 10}");
+        let a = Float64Array::from(vec![9.0, 10.0, 9.5, -0.0, 9.999999999999998, -100.0, -1.0]);
+        let want = vec![
+            (
+                "Class".to_string(),
+                2,
+                vec![(1, Value::Float(10.0)), (6, Value::Float(-1.0))],
+            ),
+            (
+                "NotInteger".to_string(),
+                2,
+                vec![(2, Value::Float(9.5)), (4, Value::Float(9.999999999999998))],
+            ),
+        ];
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+    }
+
+    #[test]
+    fn float_nan_and_infinities_are_not_integers() {
+        let v = validator("{kind: index, size: 10}");
+        let a = Float32Array::from(vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0]);
+        let t = run(&v, &a);
+        let h = hits(&v, &t);
+        assert_eq!(h.len(), 1);
+        assert_eq!((h[0].0.as_str(), h[0].1), ("NotInteger", 3));
+        assert_eq!(
+            h[0].2[1..],
+            [(1, Value::Float(f64::INFINITY)), (2, Value::Float(f64::NEG_INFINITY))]
+        );
+        assert!(matches!(h[0].2[0], (0, Value::Float(f)) if f.is_nan()));
+        // Not fractions: the fraction hint stays off.
+        assert!(
+            !t.checks[v.column_check(0).slots.not_integer.unwrap()]
+                .evidence
+                .saw_fraction
+        );
+    }
+
+    #[test]
+    fn a_huge_whole_float_is_out_of_range_not_a_fraction() {
+        let v = validator("{kind: index, size: 10}");
+        let a = Float64Array::from(vec![1e20, 1e300, f64::MAX]);
+        assert_eq!(run(&v, &a).checks[0].violations, 3);
+    }
+
+    #[test]
+    fn float32_fraction_sets_the_fraction_hint() {
+        let v = validator("{kind: class, num_classes: 10}");
+        let t = run(&v, &Float32Array::from(vec![0.5, 1.0]));
+        let slot = v.column_check(0).slots.not_integer.unwrap();
+        assert_eq!(t.checks[slot].violations, 1);
+        assert!(t.checks[slot].evidence.saw_fraction);
+    }
+
+    #[test]
+    fn float16_values_widen_exactly() {
+        let v = validator("{kind: class, num_classes: 3}");
+        let a = Float16Array::from(vec![
+            F16::from_f32(0.0),
+            F16::from_f32(-0.0),
+            F16::from_f32(2.0),
+            F16::from_f32(3.0),
+            F16::from_f32(0.5),
+            F16::NAN,
+            F16::INFINITY,
+            F16::from_f32(-100.0),
+        ]);
+        let t = run(&v, &a);
+        let h = hits(&v, &t);
+        assert_eq!(h[0], ("Class".to_string(), 1, vec![(3, Value::Float(3.0))]));
+        assert_eq!((h[1].0.as_str(), h[1].1), ("NotInteger", 3));
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn float_range_needs_finite_values() {
+        let v = validator("{kind: range}");
+        let a = Float64Array::from(vec![f64::MAX, f64::MIN, f64::NAN, f64::INFINITY, f64::NEG_INFINITY]);
+        assert_eq!(run(&v, &a).checks[0].violations, 3);
+        let v = validator("{kind: range, min: 0}");
+        let a = Float64Array::from(vec![-0.0, 0.0, -5e-324, f64::INFINITY]);
+        let want = one(
+            "Range",
+            2,
+            &[(2, Value::Float(-5e-324)), (3, Value::Float(f64::INFINITY))],
+        );
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+    }
+
+    #[test]
+    fn float32_point_one_is_above_point_one() {
+        let v = validator("{kind: range, max: 0.1}");
+        let a = Float32Array::from(vec![0.1f32, 0.099999994]);
+        assert_eq!(
+            hits(&v, &run(&v, &a)),
+            one("Range", 1, &[(0, Value::Float(f64::from(0.1f32)))])
+        );
+        let v = validator("{kind: range, max: 0.10000000149011612}");
+        assert!(hits(&v, &run(&v, &a)).is_empty());
+    }
+
+    #[test]
+    fn floats_against_an_allowed_set() {
+        let v = validator("{kind: values, allowed: [0, 1]}");
+        let a = Float64Array::from(vec![1.0, -0.0, 0.5, f64::NAN, 2.0]);
+        let t = run(&v, &a);
+        assert_eq!(t.checks[0].violations, 3);
+        assert_eq!(
+            t.checks[0].examples.iter().map(|e| e.row).collect::<Vec<_>>(),
+            [2, 3, 4]
+        );
+    }
+
+    #[test]
+    fn booleans_are_zero_and_one() {
+        let v = validator("{kind: class, num_classes: 1}");
+        let a = BooleanArray::from(vec![Some(false), Some(true), None]);
+        let want = vec![
+            ("Class".to_string(), 1, vec![(1, int(1))]),
+            ("Null".to_string(), 1, vec![(2, Value::Null)]),
+        ];
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+    }
+
+    #[test]
+    fn strings_in_an_index_column_are_not_integers() {
+        let v = validator("{kind: index, size: 10}");
+        let a = StringArray::from(vec![Some("3"), None]);
+        let want = vec![
+            ("Null".to_string(), 1, vec![(1, Value::Null)]),
+            ("NotInteger".to_string(), 1, vec![(0, Value::Str("3".into()))]),
+        ];
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+    }
+
+    #[test]
+    fn dictionary_rows_are_judged_by_their_entry() {
+        // Entry 2 (77) is used by no row: never reported.
+        let keys = Int8Array::from(vec![Some(0), Some(1), Some(1), None, Some(0)]);
+        let values = Arc::new(Int64Array::from(vec![3, 12, 77]));
+        let a = DictionaryArray::<Int8Type>::try_new(keys, values).unwrap();
+        let v = validator("{kind: class, num_classes: 10}");
+        let want = vec![
+            ("Class".to_string(), 2, vec![(1, int(12)), (2, int(12))]),
+            ("Null".to_string(), 1, vec![(3, Value::Null)]),
+        ];
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+        assert_eq!(run(&v, &a).checks[0].evidence.min, Some(3));
+    }
+
+    #[test]
+    fn dictionary_of_floats_and_null_entries() {
+        let keys = Int8Array::from(vec![0, 1, 2, 1]);
+        let values = Arc::new(Float64Array::from(vec![Some(1.0), Some(1.5), None]));
+        let a = DictionaryArray::<Int8Type>::try_new(keys, values).unwrap();
+        let v = validator("{kind: class, num_classes: 10}");
+        let want = vec![
+            ("Null".to_string(), 1, vec![(2, Value::Null)]),
+            (
+                "NotInteger".to_string(),
+                2,
+                vec![(1, Value::Float(1.5)), (3, Value::Float(1.5))],
+            ),
+        ];
+        assert_eq!(hits(&v, &run(&v, &a)), want);
+    }
+
+    #[test]
+    fn null_typed_columns_are_all_nulls() {
+        let a = NullArray::new(3);
+        let v = validator("{kind: class, num_classes: 2}");
+        assert_eq!(run(&v, &a).checks[v.column_check(0).slots.null].violations, 3);
+        let v = validator("{kind: class, num_classes: 2, nullable: true}");
+        assert!(hits(&v, &run(&v, &a)).is_empty());
+    }
+
+    #[test]
+    fn unsupported_types_are_errors_naming_the_rule() {
+        let v = validator("{kind: class, num_classes: 2}");
+        let a = BinaryArray::from(vec![&b"x"[..]]);
+        let mut t = v.tally();
+        let at = Place { file: 0, first_row: 0 };
+        let e = check_values(v.column_check(0), &a, 0..1, &|p| Spot::row(p as u64), at, &mut t).unwrap_err();
+        assert_eq!(e, "has type Binary, which holds no values the `class` rule can check");
+    }
+
+    #[test]
+    fn clean_arrays_of_every_width_pass() {
+        let v = validator("{kind: values, allowed: [0, 1]}");
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(Int8Array::from(vec![0, 1])),
+            Arc::new(Int16Array::from(vec![0, 1])),
+            Arc::new(Int32Array::from(vec![0, 1])),
+            Arc::new(Int64Array::from(vec![0, 1])),
+            Arc::new(UInt8Array::from(vec![0, 1])),
+            Arc::new(UInt16Array::from(vec![0, 1])),
+            Arc::new(UInt32Array::from(vec![0, 1])),
+            Arc::new(UInt64Array::from(vec![0, 1])),
+            Arc::new(Float32Array::from(vec![0.0, 1.0])),
+            Arc::new(Float64Array::from(vec![-0.0, 1.0])),
+        ];
+        for a in arrays {
+            let t = run(&v, a.as_ref());
+            assert!(t.checks.iter().all(|c| c.violations == 0), "{}", a.data_type());
+        }
+    }
+
+    #[test]
+    fn count_outside_with_and_without_extra() {
+        let vals = [i8::MIN, -100, -1, 0, 5, i8::MAX];
+        assert_eq!(count_outside(&vals, 0, 5, None), 4);
+        assert_eq!(count_outside(&vals, 0, 5, Some(-100)), 3);
+        assert_eq!(count_outside(&vals, i8::MIN, i8::MAX, None), 0);
+        assert_eq!(count_outside::<u64>(&[], 0, 0, None), 0);
+        assert_eq!(min_except(&[5u16, 0, 9], Some(0), u16::MAX), Some(5));
+        assert_eq!(min_except(&[0u16], Some(0), u16::MAX), Some(u16::MAX));
+    }
+}

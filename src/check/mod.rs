@@ -755,4 +755,146 @@ mod tests {
         ]);
         assert_eq!(counts(&v, a), want);
     }
+
+    #[test]
+    fn judging_one_value_of_each_kind() {
+        let v = validator("  v: {kind: class, num_classes: 3}\n");
+        let c = v.column_check(0);
+        assert_eq!(c.judge_int(-100), Verdict::Ok);
+        assert_eq!(c.judge_int(3), Verdict::Bad);
+        assert_eq!(c.judge_float(-0.0), Verdict::Ok);
+        assert_eq!(c.judge_float(-100.0), Verdict::Ok);
+        assert_eq!(c.judge_float(2.000000000000001), Verdict::NotInteger);
+        assert_eq!(c.judge_float(1e38), Verdict::Bad);
+        assert_eq!(c.judge_float(f64::NEG_INFINITY), Verdict::NotInteger);
+        assert_eq!(c.judge_str("1"), Verdict::NotInteger);
+        let v = validator("  v: {kind: values, allowed: [0, 1, x]}\n");
+        let c = v.column_check(0);
+        assert_eq!(c.judge_str("x"), Verdict::Ok);
+        assert_eq!(c.judge_str("0"), Verdict::Bad);
+        assert_eq!(c.judge_float(f64::NAN), Verdict::Bad);
+        let v = validator("  v: {kind: range, min: 0}\n");
+        assert_eq!(v.column_check(0).judge_str("1"), Verdict::Bad);
+    }
+
+    #[test]
+    fn whole_bounds_of_fractional_range_limits() {
+        assert_eq!(ceil_whole(Number::Float(0.5)), 1);
+        assert_eq!(floor_whole(Number::Float(0.5)), 0);
+        assert_eq!(ceil_whole(Number::Float(-0.5)), 0);
+        assert_eq!(floor_whole(Number::Float(-0.5)), -1);
+        assert_eq!(ceil_whole(Number::Float(-0.0)), 0);
+        assert_eq!(floor_whole(Number::Float(-0.0)), 0);
+        assert_eq!(ceil_whole(Number::Float(1e38)), i128::MAX);
+        assert_eq!(floor_whole(Number::Float(-1e38)), i128::MIN);
+        assert_eq!(ceil_whole(Number::Float(9.223372036854776e18)), 1 << 63);
+        assert_eq!(floor_whole(Number::Int(-7)), -7);
+    }
+
+    #[test]
+    fn fractional_range_bounds_on_unsigned_bytes() {
+        let v = validator("  v: {kind: range, min: -0.5, max: 255.5}\n");
+        let a: ArrayRef = Arc::new(UInt8Array::from(vec![0, u8::MAX]));
+        assert!(counts(&v, a).is_empty());
+        let v = validator("  v: {kind: range, min: 0.1, max: 254.9}\n");
+        let a: ArrayRef = Arc::new(UInt8Array::from(vec![0, 1, 254, u8::MAX]));
+        assert_eq!(counts(&v, a), only("Range", 2, &[0, 3]));
+        let v = validator("  v: {kind: range, min: 1e300}\n");
+        let a: ArrayRef = Arc::new(UInt64Array::from(vec![0, u64::MAX]));
+        assert_eq!(counts(&v, a), only("Range", 2, &[0, 1]));
+    }
+
+    #[test]
+    fn default_ignore_index_is_minus_100_and_null_removes_it() {
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![-100, -1]));
+        let v = validator("  v: {kind: class, num_classes: 2}\n");
+        assert_eq!(counts(&v, a.clone()), only("Class", 1, &[1]));
+        let v = validator("  v: {kind: class, num_classes: 2, ignore_index: null}\n");
+        assert_eq!(counts(&v, a), only("Class", 2, &[0, 1]));
+    }
+
+    #[test]
+    fn gapped_values_on_u64_are_not_wrapped() {
+        let v = validator("  v: {kind: values, allowed: [-1, 5]}\n");
+        let a: ArrayRef = Arc::new(UInt64Array::from(vec![u64::MAX, 5, 0]));
+        assert_eq!(counts(&v, a), only("Values", 2, &[0, 2]));
+        let a: ArrayRef = Arc::new(Int8Array::from(vec![Some(-1), None, Some(i8::MIN)]));
+        let want = BTreeMap::from([("Values".to_string(), (1, vec![2])), ("Null".to_string(), (1, vec![1]))]);
+        assert_eq!(counts(&v, a), want);
+    }
+
+    #[test]
+    fn class_names_fail_every_number() {
+        let v = validator("  v: {kind: class, classes: [cat, dog]}\n");
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![0, 1]));
+        assert_eq!(counts(&v, a), only("Class", 2, &[0, 1]));
+        let a: ArrayRef = Arc::new(StringArray::from(vec!["dog", "cow", "Cat"]));
+        assert_eq!(counts(&v, a), only("Class", 2, &[1, 2]));
+    }
+
+    #[test]
+    fn examples_name_the_file_and_the_row_in_it() {
+        let v = validator("  v: {kind: index, size: 3}\n");
+        let batch = RecordBatch::try_from_iter([("v", Arc::new(Int32Array::from(vec![0, 3, 1])) as ArrayRef)]).unwrap();
+        let mut tally = v.tally();
+        assert!(v.check_batch(&batch, 7, 1000, &mut tally).is_empty());
+        let e = &tally.checks[0].examples;
+        assert_eq!(
+            (e.len(), e[0].file, e[0].row, &e[0].value),
+            (1, 7, 1001, &tally::Value::Int(3))
+        );
+        assert_eq!(tally.rows, 3);
+    }
+
+    #[test]
+    fn the_mask_drops_exactly_the_reported_rows() {
+        let v = validator("  v: {kind: class, num_classes: 4}\n");
+        let a: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(0), Some(3)]),
+            Some(vec![Some(4)]),
+            None,
+            Some(vec![]),
+            Some(vec![Some(1), None]),
+        ]));
+        let batch = RecordBatch::try_from_iter([("v", a)]).unwrap();
+        let mask = v.mask(&batch).unwrap();
+        let keep: Vec<bool> = mask.iter().map(Option::unwrap).collect();
+        assert_eq!(keep, [true, false, false, true, false]);
+        let other = RecordBatch::try_from_iter([("w", Arc::new(Int32Array::from(vec![0])) as ArrayRef)]).unwrap();
+        assert_eq!(
+            v.mask(&other).unwrap_err(),
+            "column `v` is missing (the schema requires it)"
+        );
+    }
+
+    #[test]
+    fn statistics_prove_only_what_they_bound() {
+        let v = validator("  v: {kind: index, size: 10}\n  w: {kind: index, size: 10, nullable: true}\n");
+        let stats = |min, max, null_count| UnitStats {
+            min,
+            max,
+            null_count,
+            rows: 5,
+            repeated: false,
+        };
+        assert!(v.proven_by(0, &stats(0, 9, 0)));
+        assert!(!v.proven_by(0, &stats(-1, 9, 0)));
+        assert!(!v.proven_by(0, &stats(0, 10, 0)));
+        assert!(!v.proven_by(0, &stats(0, 9, 1)));
+        assert!(v.proven_by(1, &stats(0, 9, 1)));
+        assert!(
+            v.judge(0)
+                .is_some_and(|j| j.passes(9) && !j.passes(10) && !j.passes(-1))
+        );
+        // Class columns track their minimum: no judge outside the kernels.
+        let v = validator("  v: {kind: class, num_classes: 2}\n");
+        assert!(v.judge(0).is_none());
+    }
+
+    #[test]
+    fn optional_columns_are_not_missing() {
+        let v = validator("  a: {kind: index, size: 1}\n  b: {kind: index, size: 1, optional: true}\n");
+        assert_eq!(v.missing(&[]), ["a"]);
+        assert!(v.missing(&["a"]).is_empty());
+    }
 }

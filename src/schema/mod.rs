@@ -1179,3 +1179,166 @@ mod json_schema_files {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(columns: &str) -> Result<Schema, Error> {
+        Schema::from_yaml(&format!("version: 1\ncolumns:\n{columns}"), Path::new("s.yaml"))
+    }
+
+    fn rule(column: &str) -> ValueRule {
+        parse(&format!("  v: {column}\n")).unwrap().columns[0].values.clone()
+    }
+
+    fn error(column: &str) -> String {
+        parse(&format!("  v: {column}\n")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn float_to_whole_at_the_edges() {
+        assert_eq!(float_to_whole(-0.0), Some(0));
+        assert_eq!(float_to_whole(1e20), Some(100_000_000_000_000_000_000));
+        assert_eq!(float_to_whole(-9.223372036854776e18), Some(i64::MIN.into()));
+        assert_eq!(float_to_whole(0.5), None);
+        assert_eq!(float_to_whole(f64::NAN), None);
+        assert_eq!(float_to_whole(f64::INFINITY), None);
+        assert_eq!(float_to_whole(-f64::INFINITY), None);
+        assert_eq!(float_to_whole(1e38), None);
+        assert_eq!(float_to_whole(f64::MIN_POSITIVE), None);
+    }
+
+    #[test]
+    fn integers_and_floats_compare_exactly() {
+        assert_eq!(cmp_int_float(0, -0.0), Some(Ordering::Equal));
+        assert_eq!(cmp_int_float(0, 0.5), Some(Ordering::Less));
+        assert_eq!(cmp_int_float(1, 0.5), Some(Ordering::Greater));
+        assert_eq!(cmp_int_float(-1, -0.5), Some(Ordering::Less));
+        assert_eq!(cmp_int_float(-1, -1.5), Some(Ordering::Greater));
+        // i64::MAX is below the nearest double, 2^63.
+        assert_eq!(
+            cmp_int_float(i64::MAX.into(), 9.223372036854776e18),
+            Some(Ordering::Less)
+        );
+        assert_eq!(cmp_int_float(1 << 63, 9.223372036854776e18), Some(Ordering::Equal));
+        assert_eq!(cmp_int_float(u64::MAX.into(), f64::INFINITY), Some(Ordering::Less));
+        assert_eq!(cmp_int_float(i128::MIN, f64::NEG_INFINITY), Some(Ordering::Greater));
+        assert_eq!(cmp_int_float(0, f64::NAN), None);
+    }
+
+    #[test]
+    fn numbers_compare_across_kinds() {
+        assert_eq!(Number::Int(1).cmp_exact(Number::Float(1.0)), Some(Ordering::Equal));
+        assert_eq!(Number::Float(1.5).cmp_exact(Number::Int(1)), Some(Ordering::Greater));
+        assert_eq!(Number::Float(f64::NAN).cmp_exact(Number::Float(f64::NAN)), None);
+        assert_eq!(Number::Float(-0.0).cmp_exact(Number::Float(0.0)), Some(Ordering::Equal));
+        assert_eq!(Number::Float(3.0).as_whole(), Some(3));
+        assert_eq!(Number::Float(3.5).as_whole(), None);
+        assert_eq!(Number::Int(-100).as_whole(), Some(-100));
+    }
+
+    #[test]
+    fn python_float_text() {
+        assert_eq!(python_float(" 1_000 "), Some(1000.0));
+        assert_eq!(python_float("-0"), Some(-0.0));
+        assert_eq!(python_float("1__0"), None);
+        assert_eq!(python_float("_1"), None);
+        assert_eq!(python_float("1_"), None);
+        assert_eq!(python_float("inf"), Some(f64::INFINITY));
+        assert!(python_float("nan").is_some_and(f64::is_nan));
+        assert_eq!(python_float(""), None);
+    }
+
+    #[test]
+    fn class_ignore_index_defaults_to_torch() {
+        let class = |n, ig| ValueRule::Class {
+            num_classes: n,
+            ignore_index: ig,
+        };
+        assert_eq!(rule("{kind: class, num_classes: 2}"), class(2, Some(-100)));
+        assert_eq!(
+            rule("{kind: class, num_classes: 2, ignore_index: null}"),
+            class(2, None)
+        );
+        assert_eq!(
+            rule("{kind: class, num_classes: 150, ignore_index: 255}"),
+            class(150, Some(255))
+        );
+        assert_eq!(rule("{kind: class, num_classes: 1}"), class(1, Some(-100)));
+    }
+
+    #[test]
+    fn index_and_range_rules() {
+        assert_eq!(
+            rule("{kind: index, size: 1, wrap_negative: true}"),
+            ValueRule::Index {
+                size: 1,
+                wrap_negative: true
+            }
+        );
+        assert_eq!(
+            rule("{kind: range, min: 0, max: 0}"),
+            ValueRule::Range {
+                min: Some(Number::Int(0)),
+                max: Some(Number::Int(0))
+            }
+        );
+        assert_eq!(
+            rule("{kind: range, max: -0.5}"),
+            ValueRule::Range {
+                min: None,
+                max: Some(Number::Float(-0.5))
+            }
+        );
+    }
+
+    #[test]
+    fn an_ignore_index_inside_the_classes_is_a_warning() {
+        let s = parse("  v: {kind: class, num_classes: 3, ignore_index: 2}\n").unwrap();
+        assert_eq!(s.warnings.len(), 1);
+        assert!(s.warnings[0].starts_with("columns.v.ignore_index: 2 is also class 2 of the 3 classes"));
+        let s = parse("  v: {kind: class, num_classes: 3, ignore_index: 3}\n").unwrap();
+        assert!(s.warnings.is_empty());
+    }
+
+    #[test]
+    fn bounds_that_no_value_could_pass_are_errors() {
+        assert!(error("{kind: class, num_classes: 0}").contains("num_classes is 0"));
+        assert!(error("{kind: class, num_classes: -1}").contains("num_classes is -1"));
+        assert!(error("{kind: index, size: 0}").contains("size is 0: no index could be valid"));
+        assert!(error("{kind: range, min: 1, max: 0.5}").contains("min 1 is greater than max 0.5"));
+        assert!(error("{kind: range, min: .nan}").contains("non-finite float `.nan` rejected"));
+        assert!(error("{kind: values, allowed: []}").contains("the allowed list is empty"));
+        assert!(error("{kind: index, size: 16, tokenizer_size: 17}").contains("tokenizer_size is 17"));
+        assert!(error("{kind: index, size: 16, tokenizer_size: 0}").contains("tokenizer_size is 0"));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = error("{kind: class, num_clases: 2}");
+        assert!(e.contains("num_clases"), "{e}");
+        let e = error("{kind: class, size: 2, num_classes: 2}");
+        assert!(e.contains("size"), "{e}");
+        let e = error("{kind: class, classes: [a], ignore_index: 1}");
+        assert!(e.contains("`ignore_index` applies to numeric classes only"), "{e}");
+    }
+
+    #[test]
+    fn fractional_class_counts_are_errors() {
+        assert!(parse("  v: {kind: class, num_classes: 2.5}\n").is_err());
+        assert!(parse("  v: {kind: index, size: 1.5}\n").is_err());
+        assert!(parse("  v: {kind: class, num_classes: 2, ignore_index: -0.5}\n").is_err());
+    }
+
+    #[test]
+    fn bounds_past_i64_keep_their_value() {
+        assert_eq!(
+            rule("{kind: range, max: 18446744073709551615}"),
+            ValueRule::Range {
+                min: None,
+                max: Some(Number::Int(u64::MAX.into()))
+            }
+        );
+    }
+}

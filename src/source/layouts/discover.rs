@@ -474,10 +474,8 @@ impl Found<'_> {
             return;
         }
         // A panic in the kernel on a hostile log is the table's error.
-        let read = crate::source::read::guarded(|| {
-            tables::delta::read(root, &shown, version).map_err(ReadError::new)
-        })
-        .map_err(|e| e.to_string());
+        let read = crate::source::read::guarded(|| tables::delta::read(root, &shown, version).map_err(ReadError::new))
+            .map_err(|e| e.to_string());
         match read {
             Ok(read) if read.files.is_empty() => self.errors.push(Error::Discover {
                 path: shown.clone(),

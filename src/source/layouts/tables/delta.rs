@@ -36,7 +36,9 @@ pub(crate) struct Read {
 /// own.
 fn engine() -> &'static Kernel {
     static ENGINE: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
-    ENGINE.get_or_init(|| delta_kernel_default_engine::DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build())
+    ENGINE.get_or_init(|| {
+        delta_kernel_default_engine::DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build()
+    })
 }
 
 /// What every data file of one snapshot shares.
