@@ -313,22 +313,6 @@ fn delta_tables_that_cannot_be_read_are_errors_naming_them() {
     assert!(errs[0].1.contains("fancyNewFeature"), "{errs:?}");
 }
 
-/// A Delta table `dt` with a bad label in a file an overwrite removed, and
-/// `loose.parquet` beside it with a bad label at row 1. The script leaves
-/// by `os._exit`: deltalake 1.6.6's runtime sometimes aborts at interpreter
-/// shutdown ("terminate called without an active exception") after
-/// everything was written and asserted.
-fn delta_table(env: &Env) {
-    env.python(
-        "from deltalake import write_deltalake, DeltaTable\n\
-         write_deltalake('dt', pa.table({'label': pa.array([0, 1, 7, 2], pa.int64())}))\n\
-         write_deltalake('dt', pa.table({'label': pa.array([0, 1, 2, 0], pa.int64())}), mode='overwrite')\n\
-         write_deltalake('dt', pa.table({'label': pa.array([1, 2], pa.int64())}), mode='append')\n\
-         pq.write_table(pa.table({'label': pa.array([0, 5], pa.int64())}), 'loose.parquet')\n\
-         os._exit(0)\n",
-    );
-}
-
 #[test]
 fn an_iceberg_table_is_refused_not_read_as_a_folder() {
     let env = Env::new();
@@ -369,26 +353,37 @@ fn an_iceberg_table_is_refused_not_read_as_a_folder() {
     assert!(errs[0].1.contains("an Apache Iceberg table"), "{errs:?}");
 }
 
+/// A Delta table in S3 (the local S3 server) reads as the same table on
+/// disk: its log through preflight's own client and credentials, the same
+/// live files, rows and violations, named by URL.
 #[test]
-fn a_delta_table_in_object_storage_is_refused() {
+fn a_delta_table_in_object_storage_reads_as_on_disk() {
     let env = Env::new();
     env.write("s.yaml", SCHEMA);
-    delta_table(&env);
-    std::fs::create_dir(env.path("up")).expect("mkdir");
-    std::fs::rename(env.path("dt"), env.path("up/dt")).expect("move");
-    std::fs::rename(env.path("loose.parquet"), env.path("up/loose.parquet")).expect("move");
+    env.python(
+        "from deltalake import write_deltalake, DeltaTable\n\
+         col = lambda v: pa.array(v, pa.int64())\n\
+         write_deltalake('up/dt', pa.table({'label': col([0, 1, 7, 2])}))\n\
+         write_deltalake('up/dt', pa.table({'label': col([0, 1, 2, 0])}), mode='overwrite')\n\
+         write_deltalake('up/dt', pa.table({'label': col([1, 5, 2])}), mode='append')\n\
+         write_deltalake('up/pt', pa.table({'label': col([0, 4, 1]), 'x': col([1, 2, 3])}), partition_by=['label'])\n\
+         pq.write_table(pa.table({'label': col([0, 5])}), 'up/loose.parquet')\n\
+         os._exit(0)\n",
+    );
     let servers = Servers::start(env.dir.path());
     servers.upload(&env, "up", "bkt", "data/");
-    let report = servers.check(&env, &["-s", "s.yaml", "s3://bkt/data/"], 2);
-    let errs = errors(&report);
-    assert_eq!(errs.len(), 1, "{errs:?}");
-    assert_eq!(errs[0].0, "s3://bkt/data/dt");
-    assert!(errs[0].1.contains("a Delta Lake table"), "{errs:?}");
-    assert_eq!(report["files"], 1, "{report}");
-    assert_eq!(crate::util::rows(&report, "label", "class"), vec![1]);
-    let report = servers.check(&env, &["-s", "s.yaml", "s3://bkt/data/dt/"], 2);
-    let errs = errors(&report);
-    assert_eq!(errs.len(), 1, "{errs:?}");
-    assert_eq!(errs[0].0, "s3://bkt/data/dt");
-    assert_eq!(report["files"], 0, "{report}");
+    let local = servers.check(&env, &["-s", "s.yaml", "up"], 1);
+    assert!(errors(&local).is_empty(), "{local}");
+    // loose.parquet row 1, dt's appended 5, pt's partition value 4.
+    assert_eq!(local["violations"], 3, "{local}");
+    for url in ["s3://bkt/data/", "s3://bkt/data"] {
+        let remote = servers.check(&env, &["-s", "s.yaml", url], 1);
+        assert_eq!(
+            crate::remote::renamed(&remote, "s3://bkt/data/", "up/"),
+            crate::remote::renamed(&local, "", ""),
+            "{url}"
+        );
+    }
+    let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/data/dt/"], 1);
+    assert_eq!(remote["rows"], 7, "{remote}");
 }

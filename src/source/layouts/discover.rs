@@ -363,7 +363,10 @@ impl Found<'_> {
                         .any(|r| u.starts_with(r.as_str()) && u[r.len()..].starts_with('/'))
                 });
                 for (root, table) in roots {
-                    self.refuse(root, table, tables::Met::Root);
+                    match table {
+                        tables::Table::Delta => self.delta(Path::new(&root), None),
+                        _ => self.refuse(root, table, tables::Met::Root),
+                    }
                 }
                 // `save_to_disk` folders the listing holds (their
                 // `state.json`), read as a local search reads them; no

@@ -94,6 +94,14 @@ fn split(url: &str) -> Option<(&str, &str)> {
     Some((root, key.trim_start_matches('/')))
 }
 
+/// The store that holds `url` (S3, GCS, Azure: the bucket or container,
+/// with the credentials every read uses), for a library that reads through
+/// `object_store` itself (the Delta kernel reading a table's log).
+pub(crate) fn object_store(url: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    let (root, _) = split(url).ok_or_else(|| not_a_url(url))?;
+    store(root).map(|s| s.store)
+}
+
 /// Why [`split`] found no store in `url` (an `hf://` URL that is not a
 /// dataset's says what one is).
 fn not_a_url(url: &str) -> String {

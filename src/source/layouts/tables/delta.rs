@@ -31,19 +31,35 @@ pub(crate) struct Read {
     pub files: Vec<DataFile>,
 }
 
-/// The kernel's engine, one per process: its storage is the local file
-/// system, whatever table it reads, and it runs its I/O on a thread of its
-/// own.
-fn engine() -> &'static Kernel {
-    static ENGINE: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
-    ENGINE.get_or_init(|| {
-        delta_kernel_default_engine::DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build()
-    })
+/// The kernel's engine for a table at `root` (a URL): one per store (the
+/// local file system, a bucket, a container), sharing preflight's own
+/// clients and credentials; each runs its I/O on a thread of its own.
+fn engine(root: &Url) -> Result<Arc<Kernel>, String> {
+    static ENGINES: std::sync::OnceLock<std::sync::Mutex<HashMap<String, Arc<Kernel>>>> = std::sync::OnceLock::new();
+    let key = match root.scheme() {
+        "file" => "file://".to_string(),
+        scheme => format!("{scheme}://{}", root.host_str().unwrap_or("")),
+    };
+    let engines = ENGINES.get_or_init(Default::default);
+    if let Some(e) = engines.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(e.clone());
+    }
+    let store: Arc<dyn delta_kernel::object_store::ObjectStore> = match root.scheme() {
+        "file" => Arc::new(LocalFileSystem::new()),
+        _ => crate::source::storage::remote::object_store(root.as_str())?,
+    };
+    let engine = Arc::new(delta_kernel_default_engine::DefaultEngineBuilder::new(store).build());
+    engines
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, engine.clone());
+    Ok(engine)
 }
 
 /// What every data file of one snapshot shares.
 #[derive(Debug)]
 struct Table {
+    engine: Arc<Kernel>,
     root: Url,
     /// The table's columns: logical name, the name its data files store,
     /// the type, and whether it is a partition column.
@@ -68,12 +84,26 @@ struct LiveFile {
     partition_values: HashMap<String, String>,
 }
 
-/// Reads the snapshot of the Delta table at local folder `root` (shown as
-/// `shown` in reports): the latest, or `version`.
+/// Reads the snapshot of the Delta table at `root`, a local folder or a
+/// URL in object storage (shown as `shown` in reports): the latest, or
+/// `version`.
 pub(crate) fn read(root: &Path, shown: &str, version: Option<u64>) -> Result<Read, String> {
-    let absolute = root.canonicalize().map_err(|e| e.to_string())?;
-    let url = Url::from_directory_path(&absolute).map_err(|()| "not a folder path".to_string())?;
-    let engine = engine();
+    let remote = crate::source::storage::remote::is_url(root);
+    let (url, absolute) = if remote {
+        let text = root.to_string_lossy();
+        let text = if text.ends_with('/') {
+            text.into_owned()
+        } else {
+            format!("{text}/")
+        };
+        (Url::parse(&text).map_err(|e| e.to_string())?, PathBuf::new())
+    } else {
+        let absolute = root.canonicalize().map_err(|e| e.to_string())?;
+        let url = Url::from_directory_path(&absolute).map_err(|()| "not a folder path".to_string())?;
+        (url, absolute)
+    };
+    let self_engine = engine(&url)?;
+    let engine = self_engine.as_ref();
     let mut builder = Snapshot::builder_for(url.as_str());
     if let Some(v) = version {
         builder = builder.at_version(v);
@@ -102,17 +132,34 @@ pub(crate) fn read(root: &Path, shown: &str, version: Option<u64>) -> Result<Rea
             .visit_scan_files(live, |v: &mut Vec<ScanFile>, f| v.push(f))
             .map_err(kernel)?;
     }
-    let table = Arc::new(Table { root: url, columns });
+    let table = Arc::new(Table {
+        engine: self_engine,
+        root: url,
+        columns,
+    });
     let mut files = Vec::with_capacity(live.len());
     for f in live {
-        let path = table
+        let joined = table
             .root
             .join(&f.path)
-            .ok()
-            .and_then(|u| u.to_file_path().ok())
-            .ok_or_else(|| format!("the log names a data file that is no local path: {}", f.path))?;
-        let relative = path.strip_prefix(&absolute).unwrap_or(&path);
-        let display = Path::new(shown).join(relative).to_string_lossy().into_owned();
+            .map_err(|e| format!("the log names a data file by a bad path {}: {e}", f.path))?;
+        let (path, display) = if remote {
+            let relative = joined
+                .as_str()
+                .strip_prefix(table.root.as_str())
+                .unwrap_or(joined.as_str());
+            (
+                PathBuf::from(joined.as_str()),
+                format!("{}/{}", shown.trim_end_matches('/'), relative),
+            )
+        } else {
+            let path = joined
+                .to_file_path()
+                .map_err(|()| format!("the log names a data file that is no local path: {}", f.path))?;
+            let relative = path.strip_prefix(&absolute).unwrap_or(&path);
+            let display = Path::new(shown).join(relative).to_string_lossy().into_owned();
+            (path, display)
+        };
         files.push(DataFile {
             display,
             opens: Some(Opens(Arc::new(LiveFile {
@@ -138,7 +185,7 @@ fn kernel(e: delta_kernel::KernelError) -> String {
 impl Opener for LiveFile {
     fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
         let inner = crate::source::open_with(&self.path, hints)?;
-        let engine: &dyn Engine = engine();
+        let engine: &dyn Engine = self.table.engine.as_ref();
         let mut deleted = self
             .dv
             .get_row_indexes(engine, &self.table.root)

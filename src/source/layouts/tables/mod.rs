@@ -52,8 +52,8 @@ impl Table {
         (is_iceberg_metadata(name) || name == "version-hint.text").then_some((root, Table::Iceberg))
     }
 
-    /// Why a table met where it cannot be read as its snapshot (`met`:
-    /// `Root`, `Inside` it, or in object storage) is not read as files.
+    /// Why a table met where it cannot be read as its snapshot (`met`: at
+    /// its root, or inside it) is not read as files.
     pub(super) fn refusal(self, met: Met) -> String {
         let (kind, decides) = match self {
             Table::Delta => (
@@ -68,13 +68,7 @@ impl Table {
             ),
         };
         let why = match (self, met) {
-            (Table::Delta, Met::Inside) => {
-                "a folder or file inside it cannot be checked apart from it: name the table's folder"
-            }
-            (Table::Delta, _) => {
-                "preflight reads a Delta table's snapshot from a local folder only, not from object \
-                 storage yet; check a local copy of the table"
-            }
+            (Table::Delta, _) => "a folder or file inside it cannot be checked apart from it: name the table's folder",
             (Table::Iceberg, _) => {
                 "preflight does not read Iceberg snapshots yet; check the snapshot written out as \
                  Parquet (table.scan().to_arrow())"
