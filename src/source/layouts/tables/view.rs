@@ -120,40 +120,23 @@ impl TableFile {
         let end = first + batch.num_rows() as u64;
         let lo = self.deleted.partition_point(|&d| d < first);
         let hi = self.deleted.partition_point(|&d| d < end);
-        if lo == hi {
-            return sink(
+        // File rows [from, to) as one batch, when not empty.
+        let mut run = |from: u64, to: u64| match to > from {
+            true => sink(
                 Batch {
-                    first_row: first,
-                    batch,
+                    first_row: from,
+                    batch: batch.slice((from - first) as usize, (to - from) as usize),
                 },
                 flags,
-            );
-        }
+            ),
+            false => Ok(()),
+        };
         let mut start = first;
         for &d in &self.deleted[lo..hi] {
-            if d > start {
-                let run = batch.slice((start - first) as usize, (d - start) as usize);
-                sink(
-                    Batch {
-                        first_row: start,
-                        batch: run,
-                    },
-                    flags,
-                )?;
-            }
+            run(start, d)?;
             start = d + 1;
         }
-        if start < end {
-            let run = batch.slice((start - first) as usize, (end - start) as usize);
-            sink(
-                Batch {
-                    first_row: start,
-                    batch: run,
-                },
-                flags,
-            )?;
-        }
-        Ok(())
+        run(start, end)
     }
 }
 
