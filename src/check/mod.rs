@@ -11,6 +11,7 @@
 //! there is something to find.
 
 mod band;
+mod boxes;
 mod documents;
 mod leaf;
 mod list;
@@ -117,6 +118,8 @@ impl ColumnCheck {
                     (None, whole)
                 }
             }
+            // Boxes are judged whole (`boxes`), never number by number.
+            ValueRule::Box { .. } => (None, vec![]),
         };
         ColumnCheck {
             spec,
@@ -144,7 +147,7 @@ impl ColumnCheck {
                 None if v.is_finite() && v.fract() == 0.0 => Verdict::Bad, // whole, beyond any bound
                 None => Verdict::NotInteger,
             },
-            ValueRule::ClassNames { .. } => Verdict::Bad,
+            ValueRule::ClassNames { .. } | ValueRule::Box { .. } => Verdict::Bad,
             ValueRule::Values { numbers, .. } => {
                 let hit = numbers
                     .iter()
@@ -182,7 +185,7 @@ impl ColumnCheck {
                     Verdict::Bad
                 }
             }
-            ValueRule::Range { .. } => Verdict::Bad,
+            ValueRule::Range { .. } | ValueRule::Box { .. } => Verdict::Bad,
         }
     }
 
@@ -364,6 +367,8 @@ impl Validator {
             };
             let mut result = if shaped.get(ci) == Some(&true) {
                 Ok(())
+            } else if let ValueRule::Box { format } = col.spec.values {
+                boxes::check_boxes(col, format, array.as_ref(), at, tally)
             } else {
                 leaf::check_values(
                     col,

@@ -153,7 +153,7 @@ fn propose_coco(files: &[PathBuf]) -> Result<String, String> {
     let mut count = 0usize;
     let mut max_id: Option<i128> = None;
     for f in files {
-        let src = CocoSource::open_with(f, &|_| None).map_err(|e| format!("{}: {e}", f.display()))?;
+        let src = CocoSource::open_with(f, &|_| None, None).map_err(|e| format!("{}: {e}", f.display()))?;
         count = count.max(src.category_count());
         max_id = max_id.max(src.max_category_id());
     }

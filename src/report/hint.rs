@@ -227,6 +227,7 @@ pub fn hint(spec: &ColumnSpec, rule: Rule, t: &CheckTally) -> Option<String> {
         ),
         (Rule::NotInteger, _) => Some("non-numbers (NaN, infinities or text) where whole numbers belong: a missing value turned into NaN, or a label column holding names (use `classes:`)".into()),
         (Rule::Null, _) => Some("missing values in a column without `nullable: true`: fill or drop those rows".into()),
+        (Rule::Box, _) => Some("torchvision's detection models raise \"All bounding boxes should have positive height and width\" at the step that meets such a box (NaN boxes train into NaN losses): drop or fix these boxes, or filter them in the dataset as torchvision's detection references do (remove degenerate boxes after clamping to the image)".into()),
         (Rule::PairWith, _) => Some("a mask must cover its image pixel for pixel: one of another size fails the joint crop/flip transforms or the loss's shape check (resize masks with nearest-neighbour, never bilinear); an image without a mask, or a name with several images, fails mmsegmentation's and Pytorch-UNet's loaders".into()),
         _ => None,
     }

@@ -110,6 +110,7 @@ impl CheckReport {
             _ if self.documents => plural(self.violations, "document", "documents"),
             Rule::MaxLength | Rule::MinLength | Rule::SameLengthAs => plural(self.violations, "row", "rows"),
             Rule::PairWith => plural(self.violations, "file", "files"),
+            Rule::Box => plural(self.violations, "box", "boxes"),
             _ => plural(self.violations, "value", "values"),
         };
         let verb = if self.violations == 1 { "violates" } else { "violate" };
@@ -329,6 +330,11 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
                 (None, Some(hi)) => format!("finite, v <= {hi}"),
                 (None, None) => "finite".to_string(),
             },
+            ValueRule::Box { format } => box_bound(*format),
+        },
+        Rule::Box => match &spec.values {
+            ValueRule::Box { format } => box_bound(*format),
+            _ => String::new(),
         },
         Rule::Null => "no nulls (set nullable: true to allow them)".to_string(),
         Rule::NotInteger => "whole numbers only".to_string(),
@@ -381,6 +387,18 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
             format!("as many elements as `{other}`, row by row")
         }
     }
+}
+
+/// What a box must be, in words.
+fn box_bound(format: crate::schema::BoxFormat) -> String {
+    let (w, h) = match format {
+        crate::schema::BoxFormat::Xyxy => ("x1 < x2", "y1 < y2"),
+        _ => ("width > 0", "height > 0"),
+    };
+    format!(
+        "four finite numbers ({}) with {w} and {h} in float32, as torchvision's detection models require",
+        format.name()
+    )
 }
 
 #[cfg(test)]

@@ -147,6 +147,9 @@ pub enum Rule {
     /// a mask whose size differs from its image's, an image without a
     /// mask, a mask with several images (`pair_with`).
     PairWith,
+    /// a detection box that is not four finite numbers of positive width
+    /// and height (torchvision's detection models raise on it).
+    Box,
 }
 
 impl Rule {
@@ -165,6 +168,7 @@ impl Rule {
             Rule::SameLengthAs => "same_length_as",
             Rule::EmptyDocument => "empty_document",
             Rule::PairWith => "pair_with",
+            Rule::Box => "box",
         }
     }
 }
@@ -205,6 +209,41 @@ pub enum ValueRule {
         /// Inclusive upper bound.
         max: Option<Number>,
     },
+    /// Detection boxes: each row a box (a list of four numbers) or a list
+    /// of boxes.
+    Box {
+        /// How the four numbers are written.
+        format: BoxFormat,
+    },
+}
+
+/// How a box's four numbers are written (torchvision's `box_convert` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoxFormat {
+    /// x, y of the top-left corner, width, height (COCO).
+    Xywh,
+    /// x1, y1, x2, y2 (torchvision's detection targets, Pascal VOC).
+    Xyxy,
+    /// centre x, centre y, width, height.
+    Cxcywh,
+}
+
+impl BoxFormat {
+    /// Every format, by its schema name.
+    pub const ALL: [(&'static str, BoxFormat); 3] = [
+        ("xywh", BoxFormat::Xywh),
+        ("xyxy", BoxFormat::Xyxy),
+        ("cxcywh", BoxFormat::Cxcywh),
+    ];
+
+    /// The format's schema name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BoxFormat::Xywh => "xywh",
+            BoxFormat::Xyxy => "xyxy",
+            BoxFormat::Cxcywh => "cxcywh",
+        }
+    }
 }
 
 impl ValueRule {
@@ -215,6 +254,7 @@ impl ValueRule {
             ValueRule::Index { .. } => Rule::Index,
             ValueRule::Values { .. } => Rule::Values,
             ValueRule::Range { .. } => Rule::Range,
+            ValueRule::Box { .. } => Rule::Box,
         }
     }
 
@@ -589,9 +629,10 @@ fn validate_column(
         RawKind::Index => "index",
         RawKind::Values => "values",
         RawKind::Range => "range",
+        RawKind::Box => "box",
     };
     // Keys that belong to another kind are as wrong as unknown keys.
-    let present: [(&str, bool, &[RawKind]); 8] = [
+    let present: [(&str, bool, &[RawKind]); 9] = [
         ("num_classes", col.num_classes.is_some(), &[RawKind::Class]),
         ("tokenizer_size", col.tokenizer_size.is_some(), &[RawKind::Index]),
         ("ignore_index", col.ignore_index.is_some(), &[RawKind::Class]),
@@ -600,6 +641,7 @@ fn validate_column(
         ("wrap_negative", col.wrap_negative.is_some(), &[RawKind::Index]),
         ("allowed", col.allowed.is_some(), &[RawKind::Values]),
         ("min", col.min.is_some() || col.max.is_some(), &[RawKind::Range]),
+        ("format", col.format.is_some(), &[RawKind::Box]),
     ];
     for (key, is_set, kinds) in present {
         if is_set && !kinds.contains(&col.kind) {
@@ -742,6 +784,52 @@ fn validate_column(
                 ));
             }
             ValueRule::Range { min, max }
+        }
+        RawKind::Box => {
+            // A box is judged whole: keys that judge elements or read
+            // them another way do not apply.
+            let other = [
+                ("max_length", col.max_length.is_some()),
+                ("min_length", col.min_length.is_some()),
+                ("same_length_as", col.same_length_as.is_some()),
+                ("pad_id", col.pad_id.is_some()),
+                ("eod_id", col.eod_id.is_some()),
+                ("dtype", col.dtype.is_some()),
+                ("decode", col.decode.is_some()),
+                ("reduce_zero_label", col.reduce_zero_label.is_some()),
+                ("colors", col.colors.is_some()),
+                ("pair_with", col.pair_with.is_some()),
+                ("coco_mapping", col.coco_mapping.is_some()),
+            ];
+            if let Some((key, _)) = other.iter().find(|(_, set)| *set) {
+                return Err(err(
+                    key,
+                    format!("`{key}` does not apply to kind `box` (a box is judged whole: four numbers)"),
+                ));
+            }
+            let names: Vec<&str> = BoxFormat::ALL.iter().map(|(n, _)| *n).collect();
+            let format = match col.format.as_deref() {
+                None => {
+                    return Err(err(
+                        "format",
+                        format!(
+                            "kind `box` needs `format`: how the four numbers are written ({}; COCO's bbox is xywh)",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+                Some(f) => BoxFormat::ALL
+                    .iter()
+                    .find(|(n, _)| *n == f)
+                    .map(|(_, b)| *b)
+                    .ok_or_else(|| {
+                        err(
+                            "format",
+                            format!("`{f}` is not a box format (one of {})", names.join(", ")),
+                        )
+                    })?,
+            };
+            ValueRule::Box { format }
         }
     };
 
@@ -1058,6 +1146,9 @@ impl Schema {
                     let mut all: Vec<String> = numbers.iter().map(|n| n.to_string()).collect();
                     all.extend(strings.iter().map(|s| q(s)));
                     let _ = writeln!(out, "    kind: values\n    allowed: [{}]", all.join(", "));
+                }
+                ValueRule::Box { format } => {
+                    let _ = writeln!(out, "    kind: box\n    format: {}", format.name());
                 }
                 ValueRule::Range { min, max } => {
                     out.push_str("    kind: range\n");

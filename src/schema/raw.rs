@@ -81,6 +81,7 @@ pub(crate) enum RawKind {
     Index,
     Values,
     Range,
+    Box,
 }
 
 /// One column's rule (keys of other kinds are refused when the schema is
@@ -90,7 +91,7 @@ pub(crate) enum RawKind {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawColumn {
-    /// class: 0 <= v < num_classes; index: 0 <= v < size; values: one of allowed; range: min <= v <= max.
+    /// class: 0 <= v < num_classes; index: 0 <= v < size; values: one of allowed; range: min <= v <= max; box: a detection box of positive width and height.
     pub kind: RawKind,
     /// class: the number of classes (a number or a reference).
     pub num_classes: Option<Bound>,
@@ -111,6 +112,8 @@ pub(crate) struct RawColumn {
     pub min: Option<Bound>,
     /// range: the largest value allowed.
     pub max: Option<Bound>,
+    /// box: how its four numbers are written: xywh (COCO), xyxy (torchvision's targets, Pascal VOC) or cxcywh.
+    pub format: Option<String>,
     /// List columns: at most this many elements per row (per document with eod_id).
     pub max_length: Option<Bound>,
     /// List columns: at least this many elements per row (per document with eod_id).

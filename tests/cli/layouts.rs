@@ -912,7 +912,8 @@ for k in range(600):
     open(p, 'w', encoding='utf-8', newline='').write(text)
     why, lb, dups = label_verdict(p, 80)
     want[p] = {{'drop': why is not None, 'dups': dups,
-               'rows': None if why or dups else [[float(v) for v in r] for r in lb]}}
+               'rows': None if why or dups else [[float(v) for v in r] for r in lb],
+               'zero': None if why or dups or not len(lb) else zero_area_rows(lb)}}
 json.dump(want, open('want.json', 'w'))
 "#
     ));
@@ -935,7 +936,7 @@ json.dump(want, open('want.json', 'w'))
     );
     let w = warnings(&env.check_json(&["-s", "nc.yaml", "labels"], 1));
     let want = read_json(&env, "want.json");
-    let (mut kept, mut dropped) = (0, 0);
+    let (mut kept, mut dropped, mut flat) = (0, 0, 0);
     for (path, want) in want.as_object().expect("object") {
         let drop = w.iter().any(|m| m.starts_with(&format!("{path}: ultralytics drops")));
         assert_eq!(drop, want["drop"], "{path}: {want} / {w:#?}");
@@ -959,10 +960,33 @@ json.dump(want, open('want.json', 'w'))
                 .map(|r| std::array::from_fn(|i| r[i].as_f64().expect("value") as f32))
                 .collect();
             assert_eq!(got, rows, "{path}");
+            // The boxes ultralytics' augmentations drop for having no area:
+            // their count and first line.
+            let zero: Vec<usize> = want["zero"]
+                .as_array()
+                .map(|z| z.iter().map(|i| i.as_u64().expect("index") as usize).collect())
+                .unwrap_or_default();
+            let lines: Vec<u64> = values
+                .get(path)
+                .map(|r| r.keys().copied().collect())
+                .unwrap_or_default();
+            let expected = zero.first().map(|&i| {
+                format!(
+                    "{path}: {} label line(s) with a box of zero width or height (first: line {}): ultralytics drops these objects when training (its augmentations keep only boxes of positive area)",
+                    zero.len(),
+                    lines[i] + 1
+                )
+            });
+            let got = w
+                .iter()
+                .find(|m| m.contains("with a box of zero width or height") && m.starts_with(&format!("{path}: ")));
+            assert_eq!(got, expected.as_ref(), "{path}");
+            flat += usize::from(expected.is_some());
         }
     }
     // The generator reaches both sides.
     assert!(kept > 100 && dropped > 100, "{kept} kept, {dropped} dropped");
+    assert!(flat >= 5, "{flat} files with boxes of no area");
 }
 
 #[test]
@@ -1609,4 +1633,209 @@ fn coco_annotations_without_images_are_all_checked() {
             .any(|w| w.contains("1 annotation(s) name an image_id")),
         "{report:#}"
     );
+}
+
+/// torchvision's degenerate-box test and conversions, from the installed
+/// package's source (tests/oracles/torchvision_boxes.py).
+const BOXES_PY: &str = include_str!("../oracles/torchvision_boxes.py");
+
+#[test]
+fn coco_boxes_as_torchvision_detection_models_judge_them() {
+    // 600 annotations from a seeded generator over images with and without
+    // sizes: whole and fractional boxes, zero and negative sizes, widths
+    // below float32's step, NaN and infinities, 1e300 (infinite in
+    // float32), wrong counts, text, missing boxes, and annotations of no
+    // image. Which boxes are violations is torchvision's own test (plus
+    // finiteness); which reach past their image is counted in Python.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{BOXES_PY}
+import json, math, random
+random.seed(5)
+images = [{{"id": i, "file_name": f"{{i}}.jpg", "width": 640, "height": 480}} for i in range(1, 21)]
+images += [{{"id": i, "file_name": f"{{i}}.jpg"}} for i in range(21, 26)]   # no sizes
+def number():
+    r = random.random()
+    if r < 0.3: return random.randint(0, 700)
+    if r < 0.6: return round(random.uniform(-5, 700), 2)
+    return random.choice([0, 0.0, -1, -0.0, 1e-5, 1e-30, 1000.5, float('nan'), float('inf'), -float('inf'), 1e300, 639, 640.0, 479.5])
+anns = []
+for k in range(600):
+    a = {{"id": k + 1, "image_id": random.randint(1, 26), "category_id": 1}}
+    r = random.random()
+    if r < 0.9:
+        a["bbox"] = [number() for _ in range(4)]
+    elif r < 0.93:
+        a["bbox"] = [number() for _ in range(random.choice([0, 3, 5]))]
+    elif r < 0.96:
+        a["bbox"] = [1, "2", 3, 4]
+    # else: no bbox at all (null in the column)
+    anns.append(a)
+anns[7]["bbox"] = [1000, 5, 1e-5, 3]     # x + w == x in float32
+anns[8]["bbox"] = [10, 10, 0, 20]        # zero width
+anns[9]["bbox"] = [10.5, 10, 20, 20]     # clean
+anns[10]["image_id"] = 1
+anns[10]["bbox"] = [630, 10, 20, 20]     # past the right edge
+json.dump({{"images": images, "annotations": anns, "categories": [{{"id": 1, "name": "a"}}]}}, open("coco.json", "w"))
+ids = {{im["id"]: im for im in images}}
+bad, missing, outside, unsized = [], [], [], 0
+for row, a in enumerate(anns):
+    if a["image_id"] not in ids:
+        continue   # no image: pycocotools never loads it
+    b = a.get("bbox")
+    if b is None:
+        missing.append(row)
+        continue
+    numbers = len(b) == 4 and all(type(v) in (int, float) for v in b)
+    if not numbers or not finite(b) or rejects(b):
+        bad.append(row)
+    if numbers and all(math.isfinite(v) for v in b):
+        im = ids[a["image_id"]]
+        if "width" not in im:
+            unsized += 1
+            continue
+        x, y, w, h = b
+        if x + w > x and y + h > y and (x < 0 or y < 0 or x + w > im["width"] or y + h > im["height"]):
+            outside.append(row)
+json.dump({{"bad": bad, "missing": missing, "outside": outside, "unsized": unsized}}, open("want.json", "w"))
+"#
+    ));
+    env.write("s.yaml", "columns:\n  bbox: {kind: box, format: xywh}\n");
+    let report = env.check_json(&["-s", "s.yaml", "coco.json", "--max-examples", "100000"], 1);
+    let want = read_json(&env, "want.json");
+    let rows = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r.as_u64().expect("row"))
+            .collect()
+    };
+    let bad = rows(&want["bad"]);
+    assert!(bad.len() > 100, "the generator plants {} bad boxes", bad.len());
+    assert_eq!(crate::util::rows(&report, "bbox", "box"), bad);
+    assert_eq!(crate::util::rows(&report, "bbox", "null"), rows(&want["missing"]));
+    let boxes = by_row(&report, "bbox", "box");
+    assert_eq!(boxes[&7], "[1000, 5, 1e-5, 3]");
+    assert_eq!(boxes[&8], "[10, 10, 0, 20]");
+    assert!(!boxes.contains_key(&9));
+    let outside = rows(&want["outside"]);
+    let w = warnings(&report);
+    let note = w
+        .iter()
+        .find(|m| m.contains("reach past"))
+        .expect("a note on boxes past the edges");
+    assert!(
+        note.starts_with(&format!(
+            "coco.json: {} bbox(es) reach past their image's edges (first: annotations[{}], xywh ",
+            outside.len(),
+            outside[0]
+        )),
+        "{note}"
+    );
+    assert!(
+        note.contains(&format!(
+            "; {} bbox(es) belong to images without a numeric `width` and `height`",
+            want["unsized"]
+        )),
+        "{note}"
+    );
+    // The human report names the rule and torchvision's error.
+    let out = env.run(&["check", "-s", "s.yaml", "coco.json"]);
+    assert!(out.stdout.contains("error[box]: column `bbox`:"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("All bounding boxes should have positive height and width")
+    );
+    // Without a box rule, nothing is said of boxes.
+    env.write("plain.yaml", "columns:\n  category_id: {kind: class, num_classes: 2}\n");
+    let report = env.check_json(&["-s", "plain.yaml", "coco.json"], 0);
+    assert!(!warnings(&report).iter().any(|m| m.contains("bbox")), "{report:#}");
+}
+
+#[test]
+fn box_rules_of_other_formats_and_lists_of_boxes() {
+    // A Parquet column of a list of boxes per image (the Hugging Face
+    // detection datasets' `objects.bbox`, here a top-level column) in
+    // Pascal VOC corners, judged box by box with torchvision's test.
+    let env = Env::new();
+    env.python(&format!(
+        r#"{BOXES_PY}
+import json, random
+import pyarrow as pa, pyarrow.parquet as pq
+random.seed(3)
+rows, bad = [], []
+for r in range(300):
+    boxes = []
+    for j in range(random.randint(0, 4)):
+        b = [round(random.uniform(0, 50), 1) for _ in range(2)]
+        b += [b[0] + random.choice([0, 0.5, 10, -1, 1e-6]), b[1] + random.choice([0, 3, 7, -2])]
+        boxes.append(b)
+        if not finite(b) or rejects(b, "xyxy"):
+            bad.append([r, j])
+    rows.append(boxes)
+pq.write_table(pa.table({{"bbox": pa.array(rows, pa.list_(pa.list_(pa.float32(), 4)))}}), "boxes.parquet")
+json.dump(bad, open("want.json", "w"))
+"#
+    ));
+    env.write("s.yaml", "columns:\n  bbox: {kind: box, format: xyxy}\n");
+    let report = env.check_json(&["-s", "s.yaml", "boxes.parquet", "--max-examples", "100000"], 1);
+    // A row per bad box, in the order of its boxes.
+    let want: Vec<u64> = read_json(&env, "want.json")
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|p| p[0].as_u64().expect("row"))
+        .collect();
+    assert!(want.len() > 50, "{}", want.len());
+    assert_eq!(crate::util::rows(&report, "bbox", "box"), want);
+    // The schema says how a box is written; keys that judge elements do not apply.
+    for (rule, says) in [
+        ("{kind: box}", "kind `box` needs `format`"),
+        (
+            "{kind: box, format: ltrb}",
+            "`ltrb` is not a box format (one of xywh, xyxy, cxcywh)",
+        ),
+        (
+            "{kind: box, format: xywh, max_length: 4}",
+            "`max_length` does not apply to kind `box`",
+        ),
+        ("{kind: range, format: xywh}", "`format` does not apply to kind `range`"),
+    ] {
+        env.write("bad.yaml", &format!("columns:\n  bbox: {rule}\n"));
+        let out = env.run(&["check", "-s", "bad.yaml", "boxes.parquet"]);
+        assert_eq!(out.code, 2, "{rule}");
+        assert!(out.stdout.contains(says), "{rule}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn yolo_boxes_of_no_area_are_noted_as_ultralytics_drops_them() {
+    let env = Env::new();
+    env.python(&format!(
+        r#"{YOLO_PY}
+write('labels/a.txt', [(0, 0.5, 0.5, 0.2, 0.2), (1, 0.5, 0.5, 0, 0.2), (2, 0.1, 0.1, 0.3, 0), (3, 0.5, 0.5, 0.001, 0.001)])
+write('labels/b.txt', ['4 0.2 0.1 0.2 0.5 0.2 0.9\n', '4 0.1 0.1 0.5 0.1 0.9 0.1\n'])   # segments: a vertical and a flat polygon
+write('labels/c.txt', [(0, 0.5, 0.5, 0.2, 0.2)])
+json.dump({{p: zero_area_rows(read_labels(p)) for p in ['labels/a.txt', 'labels/b.txt', 'labels/c.txt']}}, open('want.json', 'w'))
+"#
+    ));
+    env.write(
+        "s.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: 80}\n",
+    );
+    let want = read_json(&env, "want.json");
+    assert_eq!(want["labels/a.txt"], serde_json::json!([1, 2]));
+    assert_eq!(want["labels/b.txt"], serde_json::json!([0, 1]));
+    assert_eq!(want["labels/c.txt"], serde_json::json!([]));
+    let report = env.check_json(&["-s", "s.yaml", "labels"], 0);
+    let notes: Vec<String> = warnings(&report)
+        .into_iter()
+        .filter(|w| w.contains("zero width or height"))
+        .collect();
+    let note = |path: &str, n: u64, first: u64| {
+        format!(
+            "{path}: {n} label line(s) with a box of zero width or height (first: line {first}): ultralytics drops these objects when training (its augmentations keep only boxes of positive area)"
+        )
+    };
+    assert_eq!(notes, vec![note("labels/a.txt", 2, 2), note("labels/b.txt", 2, 1)]);
 }

@@ -9,6 +9,9 @@ The image part of `verify_image_label`, and downloads, fonts and settings
 in `check_det_dataset`, are stubbed: these tests judge labels and names.
 """
 import ast
+from collections import abc
+from itertools import repeat
+from numbers import Number
 import glob
 import importlib.util
 import logging
@@ -36,6 +39,8 @@ def _functions(rel, names):
             found[f"{n[0]}.{n[1].name}"] = textwrap.dedent(ast.get_source_segment(src, n[1], padded=True))
         elif isinstance(n, tuple):
             continue
+        elif isinstance(n, ast.ClassDef) and n.name in names:
+            found[n.name] = ast.get_source_segment(src, n)
         elif isinstance(n, ast.FunctionDef) and n.name in names:
             found[n.name] = ast.get_source_segment(src, n)
         elif isinstance(n, ast.Assign) and any(getattr(t, "id", None) in names for t in n.targets):
@@ -50,7 +55,7 @@ def _yaml_load(file, append_filename=False):
     return {**data, "yaml_file": str(file)} if append_filename else data
 
 
-_ns = {"np": np, "os": os, "Path": Path, "zipfile": zipfile, "is_tarfile": is_tarfile,
+_ns = {"np": np, "os": os, "abc": abc, "repeat": repeat, "Number": Number, "Path": Path, "zipfile": zipfile, "is_tarfile": is_tarfile,
        "torch": types.SimpleNamespace(Tensor=type("Tensor", (), {})),
        "check_image": lambda im_file: ("", (64, 64)),
        "check_file": lambda file, hard=True: file, "YAML": types.SimpleNamespace(load=_yaml_load),
@@ -58,7 +63,9 @@ _ns = {"np": np, "os": os, "Path": Path, "zipfile": zipfile, "is_tarfile": is_ta
        "DATASETS_DIR": Path("/nonexistent/datasets"), "SETTINGS_FILE": "settings.json",
        "check_font": lambda font: None, "is_ascii": lambda s: True, "glob": glob,
        "HELP_URL": "", "FORMATS_HELP_MSG": "", "check_file_speeds": lambda files, prefix="": None}
-for _rel, _names in [("utils/ops.py", ["empty_like", "xyxy2xywh", "segments2boxes"]),
+for _rel, _names in [("utils/ops.py", ["empty_like", "xyxy2xywh", "segments2boxes", "xywh2xyxy", "xywh2ltwh",
+                                     "xyxy2ltwh", "ltwh2xywh", "ltwh2xyxy", "resample_segments"]),
+                     ("utils/instance.py", ["_ntuple", "_formats", "Bboxes", "Instances"]),
                      ("data/utils.py", ["verify_image_label", "check_det_dataset", "DATASET_KEY_TYPES",
                                         "img2label_paths", "IMG_FORMATS"]),
                      ("data/base.py", ["BaseDataset.get_img_files"]),
@@ -82,6 +89,16 @@ def label_verdict(lb_file, nc=80, kpt_shape=None):
     msg = r[-1]
     dups = int(msg.split(": ")[-1].split(" duplicate")[0]) if "duplicate labels removed" in msg else 0
     return None, r[1], dups
+
+
+def zero_area_rows(lb, w=640, h=480):
+    """The rows of the (N, 5) labels ultralytics trains on whose box its
+    training augmentations drop for having no area: `Instances` in pixels
+    (denormalised, as `Mosaic` holds them), `remove_zero_area_boxes`."""
+    inst = _ns["Instances"](np.asarray(lb, dtype=np.float32)[:, 1:5].copy(), bbox_format="xywh", normalized=True)
+    inst.convert_bbox(format="xyxy")
+    inst.denormalize(w, h)
+    return [int(i) for i in np.flatnonzero(~inst.remove_zero_area_boxes())]
 
 
 def dataset_classes(yaml_file):

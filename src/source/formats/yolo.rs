@@ -23,7 +23,9 @@
 //! too, and said as a note on the file: a file it drops as corrupt (boxes
 //! mixed into a segment file, wrong column count, odd polygon, coordinates
 //! above 1.01, negative values, a fractional class, text that is no number)
-//! trains as an image without objects, and duplicate lines are removed.
+//! trains as an image without objects, and duplicate lines are removed;
+//! boxes of no area in a file it keeps are noted too (its augmentations
+//! drop them).
 //! Classes at or above `nc` ("Label class 80 exceeds dataset class count
 //! 80") are the class rule's violations, and (with the schema's
 //! `num_classes` for `class` as `nc`) the file's drop is noted too.
@@ -197,8 +199,11 @@ impl YoloSource {
             notes.push(format!(
                 "ultralytics drops this label file as corrupt ({why}): its image trains with no objects"
             ));
-        } else if let Some(n) = duplicates(&lines, shape) {
-            notes.push(format!("{n} duplicate label line(s): ultralytics removes them"));
+        } else {
+            if let Some(n) = duplicates(&lines, shape) {
+                notes.push(format!("{n} duplicate label line(s): ultralytics removes them"));
+            }
+            notes.extend(zero_area(&lines, shape));
         }
         Ok(YoloSource {
             columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
@@ -242,6 +247,29 @@ fn label_row(l: &Line, shape: Shape) -> [Option<f32>; 5] {
         let v = |i: usize| l.values.get(i).copied().flatten();
         [class, v(1), v(2), v(3), v(4)]
     }
+}
+
+/// A note on the lines of a kept file whose box has no area (its corners
+/// coincide in float32): ultralytics' training augmentations keep only
+/// boxes of positive area
+/// (`Instances.remove_zero_area_boxes` after mosaic, `box_candidates`
+/// after the random perspective), so these objects are silently dropped.
+fn zero_area(lines: &[Line], shape: Shape) -> Option<String> {
+    let flat: Vec<u64> = lines
+        .iter()
+        .filter(|l| match label_row(l, shape) {
+            // `xywh2xyxy` in float32, as `Mosaic` converts before scaling
+            // to pixels: a box too thin for a float32 step has no area.
+            [_, Some(x), Some(y), Some(w), Some(h)] => x + w / 2.0 <= x - w / 2.0 || y + h / 2.0 <= y - h / 2.0,
+            _ => false,
+        })
+        .map(|l| l.row + 1)
+        .collect();
+    let first = flat.first()?;
+    Some(format!(
+        "{} label line(s) with a box of zero width or height (first: line {first}): ultralytics drops these objects when training (its augmentations keep only boxes of positive area)",
+        flat.len()
+    ))
 }
 
 /// Why `verify_image_label` drops the file, if it does, in its order of

@@ -19,6 +19,9 @@
 //! box); without one the id is checked raw, and ids that `categories` lacks
 //! are a note on the file.
 //!
+//! With a box rule on `bbox`, boxes that reach past their image's
+//! `width`/`height` are a note on the file (the rule itself is a kernel's).
+//!
 //! The file is read as pycocotools' `COCO()` reads it: Python's `json`
 //! (`NaN`, `Infinity` accepted, a BOM refused), and what `createIndex`
 //! refuses (an annotation without `id`, `image_id` or `category_id`, an
@@ -39,7 +42,7 @@ use serde_json::Value;
 use super::column::{self, BATCH_ELEMENTS, ColumnBuilder};
 use super::jsonl::{Keys, KeysSeed, RowSeed, Slots, is_marker, push_value};
 use crate::error::ReadError;
-use crate::schema::CocoMapping;
+use crate::schema::{BoxFormat, CocoMapping, ValueRule};
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 
 pub use crate::schema::columns::CATEGORY_ID;
@@ -52,12 +55,21 @@ pub const FORMAT: Format = Format::new(
     "coco",
     |n, _| n.ext == Some("json"),
     |path, o| {
-        Ok(Box::new(CocoSource::open_with(path, &|c| {
-            o.hints.column(c).and_then(|c| c.coco_mapping.clone())
-        })?))
+        let boxes = o.hints.column(BBOX).and_then(|c| match c.values {
+            ValueRule::Box { format } => Some(format),
+            _ => None,
+        });
+        Ok(Box::new(CocoSource::open_with(
+            path,
+            &|c| o.hints.column(c).and_then(|c| c.coco_mapping.clone()),
+            boxes,
+        )?))
     },
 )
 .searched_when(|path, _| is_coco(path), |_| false);
+
+/// The annotation key of an object's box (`[x, y, width, height]` in pixels).
+const BBOX: &str = "bbox";
 
 /// Bytes looked at to decide whether a `.json` found in a search is COCO.
 const SNIFF_BYTES: usize = 64 << 10;
@@ -268,8 +280,9 @@ const INDEXED: [&str; 3] = ["id", "image_id", CATEGORY_ID];
 struct Outline {
     keys: Keys,
     annotations: Option<u64>,
-    /// The ids of `images`, when present.
-    images: Option<std::collections::HashSet<Key>>,
+    /// The ids of `images`, when present, with each image's width and
+    /// height where it gives both as numbers.
+    images: Option<HashMap<Key, Option<(f64, f64)>>>,
     categories: Option<Vec<Category>>,
     /// What every annotation names.
     refs: Vec<Ref>,
@@ -284,6 +297,8 @@ struct Ref {
     /// 0 (`assert`), a `bbox` that is not a non-empty list (`ValueError`
     /// for an empty one, `TypeError` or worse for the rest).
     d2_stop: Option<&'static str>,
+    /// Its `bbox`, when that is four numbers.
+    bbox: Option<[f64; 4]>,
 }
 
 /// A value pycocotools can use as a dict key (JSON lists and objects are
@@ -303,8 +318,14 @@ fn text_of(bytes: &[u8], python_literals: bool) -> std::borrow::Cow<'_, [u8]> {
 }
 
 impl CocoSource {
-    /// Opens a COCO file; `mapping(column)` is the schema's `coco_mapping`.
-    pub fn open_with(path: &Path, mapping: &dyn Fn(&str) -> Option<CocoMapping>) -> Result<Self, ReadError> {
+    /// Opens a COCO file; `mapping(column)` is the schema's `coco_mapping`,
+    /// `boxes` the format of the schema's `bbox` box rule (its boxes are
+    /// then compared with their images' sizes).
+    pub fn open_with(
+        path: &Path,
+        mapping: &dyn Fn(&str) -> Option<CocoMapping>,
+        boxes: Option<BoxFormat>,
+    ) -> Result<Self, ReadError> {
         let bytes = whole_file(path)?;
         if bytes.starts_with(b"\xEF\xBB\xBF") {
             // pycocotools reads with json.load(open(f)), which refuses it.
@@ -368,7 +389,7 @@ impl CocoSource {
         for (row, r) in outline.refs.iter().enumerate() {
             // A file of no images at all is annotations alone (a fixture,
             // a label dump): each is a row.
-            if !images.is_empty() && !r.image.as_ref().is_some_and(|k| images.contains(k)) {
+            if !images.is_empty() && !r.image.as_ref().is_some_and(|k| images.contains_key(k)) {
                 orphans.push(row as u64);
                 continue;
             }
@@ -390,6 +411,9 @@ impl CocoSource {
             }
         }
         let mut notes = Vec::new();
+        if let Some(format) = boxes {
+            notes.extend(outside_images(&outline.refs, &images, &orphans, format));
+        }
         if let Some(&first) = orphans.first() {
             notes.push(format!(
                 "{} annotation(s) name an image_id that `images` lacks (first: annotations[{first}]): pycocotools \
@@ -432,6 +456,60 @@ impl CocoSource {
     pub fn max_category_id(&self) -> Option<i128> {
         self.categories.iter().filter_map(|c| whole(&c.id)).max()
     }
+}
+
+/// A note on the boxes that reach past their image's edges, and on those
+/// whose image gives no size (never compared), if any.
+fn outside_images(
+    refs: &[Ref],
+    images: &HashMap<Key, Option<(f64, f64)>>,
+    orphans: &[u64],
+    format: BoxFormat,
+) -> Option<String> {
+    let (mut outside, mut first, mut unsized_) = (0u64, None, 0u64);
+    for (row, r) in refs.iter().enumerate() {
+        let (Some(b), Some(image)) = (r.bbox, r.image.as_ref()) else {
+            continue;
+        };
+        if orphans.binary_search(&(row as u64)).is_ok() {
+            continue;
+        }
+        let Some(size) = images.get(image) else { continue };
+        let Some((w, h)) = *size else {
+            unsized_ += 1;
+            continue;
+        };
+        let [a, b2, c, d] = b;
+        let (x1, y1, x2, y2) = match format {
+            BoxFormat::Xywh => (a, b2, a + c, b2 + d),
+            BoxFormat::Xyxy => (a, b2, c, d),
+            BoxFormat::Cxcywh => (a - c / 2.0, b2 - d / 2.0, a + c / 2.0, b2 + d / 2.0),
+        };
+        // Degenerate and non-finite boxes are the box rule's violations.
+        if !(x1.is_finite() && y1.is_finite() && x2.is_finite() && y2.is_finite() && x2 > x1 && y2 > y1) {
+            continue;
+        }
+        if x1 < 0.0 || y1 < 0.0 || x2 > w || y2 > h {
+            outside += 1;
+            first.get_or_insert((row, b, w, h));
+        }
+    }
+    let mut says = Vec::new();
+    if let Some((row, b, w, h)) = first {
+        says.push(format!(
+            "{outside} bbox(es) reach past their image's edges (first: annotations[{row}], {} {:?} in a {w}x{h} image): \
+             torchvision's detection references and detectron2 clip them to the image, a pipeline that does not \
+             trains on coordinates outside it; check the image sizes and the box format",
+            format.name(),
+            b
+        ));
+    }
+    if unsized_ > 0 {
+        says.push(format!(
+            "{unsized_} bbox(es) belong to images without a numeric `width` and `height` in `images`: not compared with their image"
+        ));
+    }
+    (!says.is_empty()).then(|| says.join("; "))
 }
 
 fn bad(e: &serde_json::Error) -> ReadError {
@@ -537,14 +615,14 @@ impl<'de> Visitor<'de> for OutlineSeed<'_> {
 struct ImagesOutline;
 
 impl<'de> DeserializeSeed<'de> for ImagesOutline {
-    type Value = std::collections::HashSet<Key>;
+    type Value = HashMap<Key, Option<(f64, f64)>>;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for ImagesOutline {
-    type Value = std::collections::HashSet<Key>;
+    type Value = HashMap<Key, Option<(f64, f64)>>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("`images` as a list of image objects (pycocotools raises TypeError on anything else)")
     }
@@ -557,42 +635,49 @@ impl<'de> Visitor<'de> for ImagesOutline {
         }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut ids = std::collections::HashSet::new();
+        let mut ids = HashMap::new();
         let mut i = 0u64;
-        while let Some(id) = seq.next_element_seed(ImageId(i))? {
-            ids.extend(Key::of(&id));
+        while let Some((id, size)) = seq.next_element_seed(ImageId(i))? {
+            if let Some(k) = Key::of(&id) {
+                // pycocotools' imgs[id] = img: a repeated id keeps the last.
+                ids.insert(k, size);
+            }
             i += 1;
         }
         Ok(ids)
     }
 }
 
-/// The `id` of `images[i]` (its other values skipped; a repeated key keeps its last value).
+/// The `id` of `images[i]`, and its `width` and `height` when both are
+/// numbers (other values skipped; a repeated key keeps its last value).
 struct ImageId(u64);
 
 impl<'de> DeserializeSeed<'de> for ImageId {
-    type Value = Value;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+    type Value = (Value, Option<(f64, f64)>);
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for ImageId {
-    type Value = Value;
+    type Value = (Value, Option<(f64, f64)>);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "images[{}] as an object (pycocotools raises TypeError)", self.0)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut id = None;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut id, mut width, mut height) = (None, None, None);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == "id" {
-                id = Some(map.next_value::<Value>()?);
-            } else {
-                map.next_value::<IgnoredAny>()?;
+            match key.as_ref() {
+                "id" => id = Some(map.next_value::<Value>()?),
+                "width" => width = map.next_value::<Value>()?.as_f64(),
+                "height" => height = map.next_value::<Value>()?.as_f64(),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
         match id {
-            Some(id) if hashable(&id) => Ok(id),
+            Some(id) if hashable(&id) => Ok((id, width.zip(height))),
             Some(id) => Err(de::Error::custom(format!(
                 "images[{}]: `id` is {}: pycocotools raises TypeError (unhashable)",
                 self.0,
@@ -668,16 +753,21 @@ impl<'de> Visitor<'de> for AnnotationsOutline<'_> {
             let [id, image, category, ignore, bbox] = std::mem::take(&mut values);
             let d2_stop = if ignore.is_some_and(|v| Key::of(&v) != Some(Key::Int(0))) {
                 Some("an `ignore` other than 0 (detectron2's load_coco_json asserts it is 0)")
-            } else if bbox.is_some_and(|v| v.as_array().is_none_or(|b| b.is_empty())) {
+            } else if bbox.as_ref().is_some_and(|v| v.as_array().is_none_or(|b| b.is_empty())) {
                 Some("a `bbox` that is not a non-empty list (detectron2's load_coco_json raises on it)")
             } else {
                 None
             };
+            let bbox = bbox.as_ref().and_then(Value::as_array).and_then(|b| {
+                let n: Vec<f64> = b.iter().filter_map(Value::as_f64).collect();
+                <[f64; 4]>::try_from(n).ok().filter(|_| b.len() == 4)
+            });
             self.0.refs.push(Ref {
                 id: id.as_ref().and_then(Key::of),
                 image: image.as_ref().and_then(Key::of),
                 category: category.as_ref().and_then(Key::of),
                 d2_stop,
+                bbox,
             });
             n += 1;
         }
@@ -926,7 +1016,7 @@ mod tests {
         let open = |text: &str| {
             let p = dir.path().join("x.json");
             std::fs::write(&p, text).unwrap();
-            CocoSource::open_with(&p, &|_| None).map(|s| s.columns)
+            CocoSource::open_with(&p, &|_| None, None).map(|s| s.columns)
         };
         let twice = r#"{"images": [], "annotations": [], "categories": [], "annotations": [{"a": 1}]}"#;
         assert!(open(twice).unwrap_err().message.contains("`annotations` twice"));
