@@ -1773,21 +1773,62 @@ for r in range(300):
         if not finite(b) or rejects(b, "xyxy"):
             bad.append([r, j])
     rows.append(boxes)
-pq.write_table(pa.table({{"bbox": pa.array(rows, pa.list_(pa.list_(pa.float32(), 4)))}}), "boxes.parquet")
+os.makedirs("d", exist_ok=True)
+t = pa.table({{"bbox": pa.array(rows, pa.list_(pa.list_(pa.float32(), 4)))}})
+pq.write_table(t.slice(0, 150), "d/a.parquet", row_group_size=40)
+pq.write_table(t.slice(150), "d/b.parquet", row_group_size=40)
 json.dump(bad, open("want.json", "w"))
 "#
     ));
     env.write("s.yaml", "columns:\n  bbox: {kind: box, format: xyxy}\n");
-    let report = env.check_json(&["-s", "s.yaml", "boxes.parquet", "--max-examples", "100000"], 1);
+    let args = ["-s", "s.yaml", "d", "--max-examples", "100000"];
+    let report = env.check_json(&args, 1);
     // A row per bad box, in the order of its boxes.
-    let want: Vec<u64> = read_json(&env, "want.json")
+    let want: Vec<(String, u64)> = read_json(&env, "want.json")
         .as_array()
         .expect("list")
         .iter()
-        .map(|p| p[0].as_u64().expect("row"))
+        .map(|p| {
+            let r = p[0].as_u64().expect("row");
+            if r < 150 {
+                ("d/a.parquet".to_string(), r)
+            } else {
+                ("d/b.parquet".to_string(), r - 150)
+            }
+        })
         .collect();
     assert!(want.len() > 50, "{}", want.len());
-    assert_eq!(crate::util::rows(&report, "bbox", "box"), want);
+    let got: Vec<(String, u64)> = hits(&report, "bbox", "box")
+        .1
+        .into_iter()
+        .map(|(f, r, _)| (f, r))
+        .collect();
+    assert_eq!(got, want);
+    // The same report at any thread count, and merged from partial reports.
+    let json = |extra: &[&str]| {
+        let mut a = vec!["check", "--format", "json"];
+        a.extend_from_slice(&args);
+        a.extend_from_slice(extra);
+        env.run(&a).stdout
+    };
+    let one = json(&["--jobs", "1"]);
+    assert_eq!(json(&["--jobs", "2"]), one);
+    for (name, file) in [("a.json", "d/a.parquet"), ("b.json", "d/b.parquet")] {
+        let r = env.run(&[
+            "check",
+            "-s",
+            "s.yaml",
+            "--format",
+            "json",
+            "--max-examples",
+            "100000",
+            "--partial",
+            file,
+        ]);
+        env.write(name, &r.stdout);
+    }
+    let merged = env.run(&["merge", "b.json", "a.json", "--format", "json"]);
+    assert_eq!(merged.stdout, one);
     // The schema says how a box is written; keys that judge elements do not apply.
     for (rule, says) in [
         ("{kind: box}", "kind `box` needs `format`"),
@@ -1802,7 +1843,7 @@ json.dump(bad, open("want.json", "w"))
         ("{kind: range, format: xywh}", "`format` does not apply to kind `range`"),
     ] {
         env.write("bad.yaml", &format!("columns:\n  bbox: {rule}\n"));
-        let out = env.run(&["check", "-s", "bad.yaml", "boxes.parquet"]);
+        let out = env.run(&["check", "-s", "bad.yaml", "d"]);
         assert_eq!(out.code, 2, "{rule}");
         assert!(out.stdout.contains(says), "{rule}: {}", out.stdout);
     }
