@@ -16,6 +16,7 @@ use crate::check::tally::Tally;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::{ErrorEntry, Partial};
+use crate::schema::labels::{Clash, compare};
 use crate::source;
 use crate::source::layouts::discover::{DataFile, FolderLabel};
 use crate::source::read::Source;
@@ -44,6 +45,8 @@ struct Opened {
     projection: Vec<usize>,
     /// For each schema column, its position in `projection`.
     positions: Vec<Option<usize>>,
+    /// Warnings of binding it to the schema (label names the model lacks).
+    notes: Vec<String>,
 }
 
 /// Threads of a scan over objects in storage, at least: files opened and
@@ -199,7 +202,10 @@ pub(crate) fn scan_in_current_pool(
         }
     }
     let notes = opened.iter().zip(files).flat_map(|((o, _), f)| {
-        let mut notes = o.as_ref().map(|o| o.source.notes()).unwrap_or_default();
+        let mut notes = o
+            .as_ref()
+            .map(|o| [&o.notes[..], &o.source.notes()].concat())
+            .unwrap_or_default();
         notes.extend(pairing.and_then(|p| p.note(&f.display)));
         notes.into_iter().map(|message| ErrorEntry {
             file: Some(f.display.clone()),
@@ -385,9 +391,20 @@ fn bind(validator: &Validator, file: &DataFile, source: Box<dyn Source>) -> (Opt
     let mut projection = Vec::new();
     let mut positions = Vec::new();
     let mut errors = Vec::new();
+    let mut notes = Vec::new();
     for (ci, spec) in validator.schema().columns.iter().enumerate() {
         match names.iter().position(|n| *n == spec.name) {
             Some(i) => {
+                let labels = spec.model_labels.as_ref().zip(source.label_names(i));
+                match labels.and_then(|(model, (data, from))| compare(&data, &from, model)) {
+                    Some(Clash::Order(message)) => errors.push(Error::ColumnType {
+                        path: file.display.clone(),
+                        column: spec.name.clone(),
+                        message,
+                    }),
+                    Some(Clash::Absent(message)) => notes.push(format!("column `{}`: {message}", spec.name)),
+                    None => {}
+                }
                 if let Some(message) = source.stored_type(i).and_then(|t| validator.too_narrow(ci, &t)) {
                     errors.push(Error::ColumnType {
                         path: file.display.clone(),
@@ -414,6 +431,7 @@ fn bind(validator: &Validator, file: &DataFile, source: Box<dyn Source>) -> (Opt
             source,
             projection,
             positions,
+            notes,
         }),
         errors,
     )
@@ -442,7 +460,8 @@ pub fn scan_source(validator: &Validator, file: &DataFile, source: Box<dyn Sourc
                 partial.errors.push(entry);
             }
         }
-        partial.add_notes(o.source.notes().into_iter().map(|message| ErrorEntry {
+        let notes = [&o.notes[..], &o.source.notes()].concat();
+        partial.add_notes(notes.into_iter().map(|message| ErrorEntry {
             file: Some(file.display.clone()),
             message,
             unit: 0,

@@ -8,6 +8,7 @@
 
 pub mod bound;
 pub mod columns;
+pub mod labels;
 mod pickle;
 pub(crate) mod raw;
 
@@ -302,6 +303,9 @@ pub struct ColumnSpec {
     pub pixels: Option<PixelSpec>,
     /// COCO `category_id` columns: how ids become classes (see [`CocoMapping`]).
     pub coco_mapping: Option<CocoMapping>,
+    /// Class columns: the label names of the model's head, which the
+    /// data's own names must match in order ([`labels`]).
+    pub model_labels: Option<labels::ModelLabels>,
 }
 
 /// How a loader reads a mask image into class indices (docs/src/sources/masks.md).
@@ -581,6 +585,7 @@ fn validate(raw: RawSchema, path: &Path) -> Result<Schema, Error> {
             ),
         ));
     }
+    model_labels(&raw.columns.0, &mut columns, &base, &mut warnings).map_err(|(key, m)| err(key, m))?;
     let layout = raw.dataset.as_ref().and_then(|d| d.layout);
     let kpt_shape = match raw.dataset.as_ref().and_then(|d| d.kpt_shape.as_deref()) {
         None => None,
@@ -985,6 +990,7 @@ fn validate_column(
     }
     Ok(ColumnSpec {
         coco_mapping,
+        model_labels: None,
         name: name.to_string(),
         values,
         nullable: col.nullable.unwrap_or(false),
@@ -999,6 +1005,45 @@ fn validate_column(
         eod_id,
         pixels,
     })
+}
+
+/// Gives the class columns the model head's label names: a column whose
+/// `num_classes` is read from a config.json gets that config's `id2label`;
+/// the one class column of a schema that reads one config.json gets that
+/// config's. A `classes:` list is compared with them here; other names
+/// come with the data.
+fn model_labels(
+    raw: &[(String, RawColumn)],
+    columns: &mut [ColumnSpec],
+    base: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(), (String, String)> {
+    let configs = labels::configs(raw, base);
+    let class_columns = columns
+        .iter()
+        .filter(|c| matches!(c.values, ValueRule::Class { .. } | ValueRule::ClassNames { .. }))
+        .count();
+    for ((name, col), spec) in raw.iter().zip(columns.iter_mut()) {
+        if !matches!(spec.values, ValueRule::Class { .. } | ValueRule::ClassNames { .. }) {
+            continue;
+        }
+        let own = col.num_classes.as_ref().and_then(|b| labels::config_of(b, base));
+        let config = match (own, class_columns, configs.as_slice()) {
+            (Some(own), _, _) => own,
+            (None, 1, [only]) => only.clone(),
+            _ => continue,
+        };
+        spec.model_labels = labels::id2label(&config);
+        if let (ValueRule::ClassNames { classes }, Some(model)) = (&spec.values, &spec.model_labels) {
+            let data: Vec<Option<String>> = classes.iter().cloned().map(Some).collect();
+            match labels::compare(&data, "the schema's `classes`", model) {
+                Some(labels::Clash::Order(m)) => return Err((format!("columns.{name}.classes"), m)),
+                Some(labels::Clash::Absent(m)) => warnings.push(format!("columns.{name}.classes: {m}")),
+                None => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The column's image reading, if it sets any of its keys.

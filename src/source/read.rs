@@ -112,6 +112,13 @@ pub trait Source: Send + Sync {
         Vec::new()
     }
 
+    /// The names of column `column`'s classes as the file carries them
+    /// (`names[i]` is class i's, `None` where it names none), and where
+    /// they come from in words: compared with the model's `id2label`.
+    fn label_names(&self, _column: usize) -> Option<(Vec<Option<String>>, String)> {
+        None
+    }
+
     /// Whether every unit but the last ends right after an end-of-document
     /// id ([`Hints::eods`]), so that no document crosses units: only then
     /// can the checks judge the documents of an `eod_id` column.

@@ -13,6 +13,7 @@ mod hostile;
 mod interop;
 mod jpeg;
 mod json_schema;
+mod label_names;
 mod layouts;
 mod masks;
 mod mds;

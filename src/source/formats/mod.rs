@@ -2,6 +2,7 @@
 //! turning a file's bytes into Arrow batches behind [`crate::source::read::Source`].
 
 pub mod dtype;
+pub mod features;
 pub mod image;
 pub mod ipc;
 pub mod npy;

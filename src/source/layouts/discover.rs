@@ -102,7 +102,10 @@ pub struct Discovered {
 /// ([`super::yolo`]).
 pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
     if hints.layout == Some(Layout::ImageFolder) {
-        return super::image_folder::discover(args);
+        let model = hints
+            .column(super::image_folder::LABEL)
+            .and_then(|c| c.model_labels.as_ref());
+        return super::image_folder::discover(args, model);
     }
     let mut found = Found {
         columns: &hints.columns[..],

@@ -35,6 +35,7 @@ use rayon::prelude::*;
 use super::discover::{DataFile, Discovered, FolderLabel};
 use crate::error::Error;
 use crate::error::ReadError;
+use crate::schema::labels::{self, Clash, ModelLabels};
 use crate::source::read::{Batch, Source};
 
 /// torchvision's `IMG_EXTENSIONS`, matched against the lower-cased name.
@@ -422,7 +423,7 @@ fn remote_prefix_exists(url: &str) -> bool {
 
 /// `layout: image_folder`: each directory PATH (or directory a glob
 /// matches) is a root; a file PATH is an error (a root is a directory).
-pub(super) fn discover(args: &[PathBuf]) -> Discovered {
+pub(super) fn discover(args: &[PathBuf], model: Option<&ModelLabels>) -> Discovered {
     let mut roots: Vec<(PathBuf, String)> = Vec::new();
     let mut errors = Vec::new();
     for arg in args {
@@ -457,7 +458,7 @@ pub(super) fn discover(args: &[PathBuf]) -> Discovered {
             });
         }
     }
-    let mut found = list_roots(&roots);
+    let mut found = list_roots(&roots, model);
     errors.append(&mut found.errors);
     found.errors = errors;
     super::discover::sort(&mut found.files);
@@ -465,8 +466,9 @@ pub(super) fn discover(args: &[PathBuf]) -> Discovered {
 }
 
 /// The listing of every root a run names, with the split comparison in
-/// its notes (as (root, message)).
-pub fn list_roots(roots: &[(PathBuf, String)]) -> Discovered {
+/// its notes (as (root, message)), and each root's classes compared with
+/// the model's label names (`model`, the `label` column's).
+pub fn list_roots(roots: &[(PathBuf, String)], model: Option<&ModelLabels>) -> Discovered {
     let listings: Vec<Listing> = roots
         .iter()
         .map(|(p, shown)| match p.to_str() {
@@ -478,6 +480,16 @@ pub fn list_roots(roots: &[(PathBuf, String)]) -> Discovered {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for l in listings {
+        let names: Vec<Option<String>> = l.classes.iter().cloned().map(Some).collect();
+        match model.and_then(|m| labels::compare(&names, "its class folders", m)) {
+            Some(Clash::Order(message)) => errors.push(Error::ColumnType {
+                path: l.root.clone(),
+                column: LABEL.into(),
+                message,
+            }),
+            Some(Clash::Absent(message)) => notes.push((l.root.clone(), format!("column `{LABEL}`: {message}"))),
+            None => {}
+        }
         notes.extend(l.notes.into_iter().map(|n| (l.root.clone(), n)));
         files.extend(l.files);
         errors.extend(l.errors);

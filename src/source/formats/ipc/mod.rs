@@ -53,6 +53,8 @@ const MAX_BUFFER_BYTES: i64 = 1 << 32;
 pub struct IpcSource {
     path: PathBuf,
     columns: Vec<String>,
+    /// The schema's metadata (a `datasets` file's features).
+    metadata: arrow::datatypes::Metadata,
     /// `None` for a stream; for a file, its footer's blocks.
     file: Option<FileIndex>,
     /// A file's bytes (a stream is opened again to be read in order).
@@ -94,23 +96,21 @@ impl IpcSource {
                 .schema()
                 .ok_or_else(|| ReadError::new("the footer has no schema"))?;
             let decoder = Decoder::with_schema(schema, None)?;
-            let columns = decoder
-                .schema
-                .as_ref()
-                .map(|s| s.fields().iter().map(|f| f.name().clone()).collect())
-                .unwrap_or_default();
+            let (columns, metadata) = names_and_metadata(decoder.schema.as_deref());
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
+                metadata,
                 rows: Some(index.rows),
                 file: Some(index),
                 input: Some(input),
             })
         } else {
-            let (columns, rows) = vet_stream(input)?;
+            let (columns, metadata, rows) = vet_stream(input)?;
             Ok(IpcSource {
                 path: path.to_path_buf(),
                 columns,
+                metadata,
                 file: None,
                 input: None,
                 rows,
@@ -128,6 +128,11 @@ impl IpcSource {
 impl Source for IpcSource {
     fn columns(&self) -> &[String] {
         &self.columns
+    }
+
+    fn label_names(&self, column: usize) -> Option<(Vec<Option<String>>, String)> {
+        let names = crate::source::formats::features::class_names(&self.metadata, &self.columns[column])?;
+        Some((names, crate::source::formats::features::FROM.to_string()))
     }
 
     fn units(&self) -> usize {
@@ -480,7 +485,17 @@ pub(crate) fn is_datasets_indices(path: &Path) -> bool {
 /// buffer, before the decoder allocates anything they declare; returns the
 /// names of the columns of the stream's schema and (for a local file) its
 /// rows.
-fn vet_stream(input: Input) -> Result<(Vec<String>, Option<u64>), ReadError> {
+/// A schema's column names and metadata.
+fn names_and_metadata(schema: Option<&arrow::datatypes::Schema>) -> (Vec<String>, arrow::datatypes::Metadata) {
+    schema.map_or_else(Default::default, |s| {
+        (
+            s.fields().iter().map(|f| f.name().clone()).collect(),
+            s.metadata().clone(),
+        )
+    })
+}
+
+fn vet_stream(input: Input) -> Result<(Vec<String>, arrow::datatypes::Metadata, Option<u64>), ReadError> {
     let remote = input.is_remote();
     let bytes = Bytes::open(Arc::new(input));
     let not_ipc = |e: ReadError| ReadError::new(format!("not an Arrow IPC file or stream: {}", e.message));
@@ -492,15 +507,12 @@ fn vet_stream(input: Input) -> Result<(Vec<String>, Option<u64>), ReadError> {
     let schema = first
         .header_as_schema()
         .ok_or_else(|| not_ipc(ReadError::new("the first message is not a schema")))?;
-    let columns = Decoder::with_schema(schema, None)
-        .map_err(not_ipc)?
-        .schema
-        .map(|s| s.fields().iter().map(|f| f.name().clone()).collect())
-        .unwrap_or_default();
+    let (columns, metadata) =
+        names_and_metadata(Decoder::with_schema(schema, None).map_err(not_ipc)?.schema.as_deref());
     // An object's messages are vetted as the read meets them (in order:
     // hopping from header to header would be a request each).
     if remote {
-        return Ok((columns, None));
+        return Ok((columns, metadata, None));
     }
     let mut pos = 0u64;
     let mut i = 0usize;
@@ -528,5 +540,5 @@ fn vet_stream(input: Input) -> Result<(Vec<String>, Option<u64>), ReadError> {
             })?;
         i += 1;
     }
-    Ok((columns, Some(rows)))
+    Ok((columns, metadata, Some(rows)))
 }

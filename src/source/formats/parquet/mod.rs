@@ -1136,6 +1136,12 @@ fn more_rows(footer_rows: u64) -> ReadError {
 }
 
 impl Source for ParquetSource {
+    fn label_names(&self, column: usize) -> Option<(Vec<Option<String>>, String)> {
+        let names =
+            crate::source::formats::features::class_names(self.meta.schema().metadata(), &self.columns[column])?;
+        Some((names, crate::source::formats::features::FROM.to_string()))
+    }
+
     /// What the row group's statistics prove, or else its dictionary.
     fn unit_stats(&self, unit: usize, column: usize) -> Option<UnitStats> {
         self.statistics(unit, column)

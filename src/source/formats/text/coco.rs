@@ -914,6 +914,55 @@ impl Source for CocoSource {
         &self.columns
     }
 
+    /// The categories' names in class order: under the column's mapping,
+    /// or (raw ids, torchvision's) at their ids.
+    fn label_names(&self, column: usize) -> Option<(Vec<Option<String>>, String)> {
+        let name = self.columns.get(column)?;
+        if name != CATEGORY_ID {
+            return None;
+        }
+        // pycocotools' cats[id] = cat: a repeated id keeps the last.
+        let by_id: HashMap<Key, Option<String>> = self
+            .categories
+            .iter()
+            .filter_map(|c| {
+                let n = c.name.as_ref().and_then(Value::as_str).map(str::to_string);
+                Some((Key::of(&c.id)?, n))
+            })
+            .collect();
+        let mut names: Vec<Option<String>> = Vec::new();
+        let mut put = |i: usize, n: &Option<String>| {
+            if names.len() <= i {
+                names.resize(i + 1, None);
+            }
+            names[i] = n.clone();
+        };
+        let from = match self.mappings.iter().find(|(c, _)| c == name) {
+            Some((_, map)) => {
+                for (id, &class) in &map.classes {
+                    put(usize::try_from(class).ok()?, by_id.get(id)?);
+                }
+                if map.contiguous {
+                    "the COCO categories (sorted ids, as detectron2 numbers them)"
+                } else {
+                    "the COCO categories (as mmdetection numbers the listed names)"
+                }
+            }
+            None => {
+                for (id, n) in &by_id {
+                    // Raw ids are classes: a name per id, gaps nameless.
+                    if let Key::Int(i) = id
+                        && (0..=1 << 20).contains(i)
+                    {
+                        put(*i as usize, n);
+                    }
+                }
+                "the COCO categories (by id, as torchvision takes them)"
+            }
+        };
+        Some((names, from.to_string()))
+    }
+
     fn units(&self) -> usize {
         1
     }

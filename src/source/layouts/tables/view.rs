@@ -223,6 +223,13 @@ impl Source for TableFile {
         }
     }
 
+    fn label_names(&self, column: usize) -> Option<(Vec<Option<String>>, String)> {
+        match &self.columns[column] {
+            Column::Stored(i) => self.inner.label_names(*i),
+            Column::Constant(_) => None,
+        }
+    }
+
     fn notes(&self) -> Vec<String> {
         self.inner.notes()
     }

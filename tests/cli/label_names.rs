@@ -1,0 +1,170 @@
+//! Label names against the model's `id2label`: the same names in another
+//! order are an error (every sample of a class trains as another), names on
+//! one side only a warning. The names come from the real writers:
+//! `transformers`' config (`id2label`), `datasets`' `ClassLabel` (Parquet
+//! and `save_to_disk` Arrow files), image folders as torchvision's
+//! `find_classes` lists them, COCO categories and the schema's `classes`.
+
+use serde_json::Value;
+
+use crate::util::{Env, hits};
+
+/// A model config with names, one with transformers' default names, and
+/// datasets whose ClassLabel is in the model's order, reversed, or longer.
+const WRITE: &str = r#"
+import json, os
+from datasets import ClassLabel, Dataset, Features, Value
+from transformers import BertConfig
+BertConfig(num_labels=2, id2label={0: "neg", 1: "pos"}).save_pretrained("model")
+# transformers 4 saved its default names (transformers 5 leaves them out),
+# as many configs on the Hub still carry them.
+os.makedirs("plain", exist_ok=True)
+json.dump({"model_type": "bert", "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
+           "label2id": {"LABEL_0": 0, "LABEL_1": 1}}, open("plain/config.json", "w"))
+def write(names, labels, to):
+    features = Features({"text": Value("string"), "label": ClassLabel(names=names)})
+    ds = Dataset.from_dict({"text": ["t"] * len(labels), "label": labels}, features=features)
+    ds.to_parquet(to)
+    return ds
+write(["neg", "pos"], [0, 1, 1], "d/same.parquet")
+swapped = write(["pos", "neg"], [0, 1, 0], "d/swapped.parquet")
+write(["neg", "pos", "mixed"], [0, 1, 1], "d/more.parquet")
+swapped.save_to_disk("disk")
+cfg = json.load(open("model/config.json"))
+json.dump({"model": [cfg["id2label"][str(i)] for i in range(2)],
+           "swapped": swapped.features["label"].names,
+           "plain": json.load(open("plain/config.json"))["id2label"]}, open("names.json", "w"))
+"#;
+
+fn read_json(env: &Env, rel: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(env.path(rel)).expect("read")).expect("json")
+}
+
+fn messages(report: &Value, key: &str) -> Vec<String> {
+    report[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| match e {
+            Value::String(s) => s.clone(),
+            e => format!(
+                "{}: {}",
+                e["file"].as_str().unwrap_or(""),
+                e["message"].as_str().unwrap_or("")
+            ),
+        })
+        .collect()
+}
+
+#[test]
+fn datasets_class_labels_in_another_order_than_id2label_are_errors() {
+    let env = Env::new();
+    env.python(WRITE);
+    let names = read_json(&env, "names.json");
+    assert_eq!(names["model"], serde_json::json!(["neg", "pos"]));
+    assert_eq!(names["swapped"], serde_json::json!(["pos", "neg"]));
+    assert_eq!(names["plain"]["0"], "LABEL_0");
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: {hf_config: model, key: num_labels}}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml", "d"], 2);
+    let errors = messages(&report, "errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(
+        errors[0],
+        "d/swapped.parquet: column `label`: class 0 is `pos` in the file's `datasets` ClassLabel but `neg` in the model's id2label (model/config.json: id2label), which has `pos` at 1: the same names in another order train every `pos` sample as `neg`; map the labels through the model's label2id (or build the model with this id2label); the file's `datasets` ClassLabel: [pos, neg], id2label: [neg, pos]"
+    );
+    let warnings = messages(&report, "warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(
+        warnings[0].starts_with("d/more.parquet: column `label`: the label names differ from the model's id2label")
+            && warnings[0].contains("the file's `datasets` ClassLabel names `mixed` that id2label lacks"),
+        "{}",
+        warnings[0]
+    );
+    // The files are still checked: label 2 of more.parquet is past the head.
+    assert_eq!(hits(&report, "label", "class").0, 0);
+    // The same from the Arrow files of `save_to_disk`.
+    let report = env.check_json(&["-s", "s.yaml", "disk"], 2);
+    let errors = messages(&report, "errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].contains("class 0 is `pos` in the file's `datasets` ClassLabel but `neg`"),
+        "{}",
+        errors[0]
+    );
+    // transformers' default names (LABEL_0, LABEL_1) are no names.
+    env.write(
+        "plain.yaml",
+        "columns:\n  label: {kind: class, num_classes: {hf_config: plain, key: num_labels}}\n",
+    );
+    let report = env.check_json(&["-s", "plain.yaml", "d"], 0);
+    assert!(report.get("warnings").is_none(), "{report:#}");
+}
+
+#[test]
+fn the_schemas_classes_image_folders_and_coco_categories_meet_id2label() {
+    let env = Env::new();
+    env.python(&format!(
+        "{WRITE}\n{}\n{}",
+        include_str!("../oracles/torchvision_folder.py"),
+        r#"
+from PIL import Image
+for split, classes in [("train", ["neg", "pos"]), ("val", ["pos", "zzz"])]:
+    for c in classes:
+        os.makedirs(f"folders/{split}/{c}", exist_ok=True)
+        Image.new("L", (2, 2)).save(f"folders/{split}/{c}/a.png")
+json.dump({s: find_classes(f"folders/{s}")[1] for s in ["train", "val"]}, open("folders.json", "w"))
+cats = [{"id": 7, "name": "pos"}, {"id": 3, "name": "neg"}]
+json.dump({"images": [{"id": 1}], "annotations": [{"id": 1, "image_id": 1, "category_id": 3}],
+           "categories": cats}, open("coco.json", "w"))
+"#
+    ));
+    // torchvision numbers val's folders on their own: pos is class 0 there.
+    let folders = read_json(&env, "folders.json");
+    assert_eq!(folders["val"]["pos"], 0);
+    env.write(
+        "f.yaml",
+        "dataset: {layout: image_folder}\ncolumns:\n  label: {kind: class, num_classes: {hf_config: model, key: num_labels}}\n",
+    );
+    let report = env.check_json(&["-s", "f.yaml", "folders/train", "folders/val"], 2);
+    let errors = messages(&report, "errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].starts_with("folders/val: column `label`: class 0 is `pos` in its class folders but `neg`"),
+        "{}",
+        errors[0]
+    );
+    // COCO under detectron2's mapping: sorted ids 3, 7 are neg, pos.
+    env.write(
+        "c.yaml",
+        "columns:\n  category_id: {kind: class, num_classes: {hf_config: model, key: num_labels}, coco_mapping: contiguous}\n",
+    );
+    let report = env.check_json(&["-s", "c.yaml", "coco.json"], 0);
+    assert!(report.get("warnings").is_none(), "{report:#}");
+    // mmdetection's by_name order is the file's: pos, neg.
+    env.write(
+        "m.yaml",
+        "columns:\n  category_id: {kind: class, num_classes: {hf_config: model, key: num_labels}, coco_mapping: {by_name: [neg, pos]}}\n",
+    );
+    let report = env.check_json(&["-s", "m.yaml", "coco.json"], 2);
+    assert!(
+        messages(&report, "errors")[0]
+            .contains("class 0 is `pos` in the COCO categories (as mmdetection numbers the listed names)"),
+        "{report:#}"
+    );
+    // The schema's own `classes`, with the model read by another column.
+    env.write(
+        "n.yaml",
+        "columns:\n  label: {kind: class, classes: [pos, neg]}\n  input_ids: {kind: index, size: {hf_config: model, key: vocab_size}}\n",
+    );
+    let out = env.run(&["check", "-s", "n.yaml", "d/same.parquet"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stdout
+            .contains("columns.label.classes: class 0 is `pos` in the schema's `classes` but `neg`"),
+        "{}",
+        out.stdout
+    );
+}
