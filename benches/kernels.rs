@@ -72,6 +72,7 @@ fn parquet_plan(
         schema,
         paths: vec![data],
         max_examples: 5,
+        table_at: None,
         scan: ScanOptions {
             jobs: 1,
             full_scan,

@@ -71,6 +71,7 @@ pub use error::{Error, Result};
 pub use report::{Outcome, Partial, Report};
 pub use scan::ScanOptions;
 pub use schema::Schema;
+pub use source::layouts::tables::{TableAt, TableSnapshot};
 
 use report::ErrorEntry;
 
@@ -92,6 +93,8 @@ pub struct Plan {
     pub max_examples: usize,
     /// Threads, statistics, progress.
     pub scan: ScanOptions,
+    /// Which snapshot of each lakehouse table to read; the latest when `None`.
+    pub table_at: Option<TableAt>,
 }
 
 /// Runs a whole check: schema, file discovery, scan, report.
@@ -112,6 +115,7 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
         errors: discover_errors,
         notes,
         paths,
+        tables,
     } = prepare(plan)?;
     // Masks paired with images: images without a mask join the files.
     let mut opts = plan.scan.clone();
@@ -132,6 +136,7 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
     partial.add_errors(discover_errors);
     partial.add_errors(pair_errors);
     partial.add_notes(notes);
+    partial.add_tables(tables);
     Ok((validator, partial))
 }
 
@@ -140,7 +145,10 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
 /// schema's `dataset.files`), with the compiled schema.
 pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
     let (validator, paths) = schema_and_paths(plan)?;
-    let hints = source::Hints::from_schema(validator.schema());
+    let hints = source::Hints {
+        table_at: plan.table_at,
+        ..source::Hints::from_schema(validator.schema())
+    };
     let mut units = plan_paths(&paths, split_bytes, &hints);
     // A mask's pair_with folder is found from the PATH it came from.
     if validator.schema().columns.iter().any(|c| c.pair_with().is_some()) {
@@ -188,12 +196,17 @@ pub(crate) struct Prepared {
     pub notes: Vec<ErrorEntry>,
     /// The PATHs themselves (the plan's, or the schema's `dataset.files`).
     pub paths: Vec<PathBuf>,
+    /// The lakehouse tables read, each as one snapshot.
+    pub tables: Vec<TableSnapshot>,
 }
 
 /// Compiles the plan's schema and finds the files its PATHs name.
 pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
     let (validator, paths) = schema_and_paths(plan)?;
-    let hints = source::Hints::from_schema(validator.schema());
+    let hints = source::Hints {
+        table_at: plan.table_at,
+        ..source::Hints::from_schema(validator.schema())
+    };
     let found = source::layouts::discover::discover(&paths, &hints);
     let notes = found
         .notes
@@ -210,6 +223,7 @@ pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
         errors: found.errors.iter().map(ErrorEntry::from).collect(),
         notes,
         paths,
+        tables: found.tables,
     })
 }
 

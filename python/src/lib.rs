@@ -231,6 +231,7 @@ fn plan(py: Python<'_>, paths: Vec<String>, schema_path: Option<String>, split_b
                 schema: schema.into(),
                 paths: Vec::new(),
                 max_examples: 0,
+                table_at: None,
                 scan: ScanOptions::default(),
             };
             preflight::plan_units(&plan, split_bytes).map(|(_, units)| units)

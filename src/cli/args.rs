@@ -171,6 +171,15 @@ pub(super) struct CheckArgs {
     /// error: exit 2
     #[arg(long)]
     pub strict: bool,
+
+    /// Read that version of each Delta Lake table (TABLE@vN for one PATH)
+    #[arg(long, value_name = "N")]
+    pub table_version: Option<u64>,
+
+    /// Read each Delta Lake table as of TIME: its latest version committed
+    /// then or before (RFC 3339, e.g. 2026-12-06T07:00:00Z, or a date)
+    #[arg(long, value_name = "TIME", conflicts_with = "table_version")]
+    pub as_of: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -112,9 +112,18 @@ fn check_files(a: &CheckArgs, schema: std::path::PathBuf) -> (Report, Option<ser
             );
         }
     };
+    let table_at = match (&a.as_of, a.table_version) {
+        (Some(t), _) => match as_of(t) {
+            Ok(ms) => Some(crate::TableAt::AsOf(ms)),
+            Err(e) => return (failed(e), None),
+        },
+        (None, Some(v)) => Some(crate::TableAt::Version(v)),
+        (None, None) => None,
+    };
     let plan = Plan {
         schema,
         paths: a.paths.clone(),
+        table_at,
         max_examples: a.max_examples,
         scan: ScanOptions {
             jobs: a.jobs.unwrap_or(0),
@@ -163,4 +172,21 @@ fn check_stdin(
     let mut report = result.partial.report(&validator);
     report.warnings.extend(result.stopped);
     (report, state)
+}
+
+/// `--as-of TIME` in milliseconds since the epoch: RFC 3339
+/// (`2026-12-06T07:00:00Z`, `...+01:00`), or a date (its midnight, UTC).
+fn as_of(text: &str) -> Result<i64, String> {
+    let t = text.trim();
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(t) {
+        return Ok(at.timestamp_millis());
+    }
+    if let Ok(day) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        && let Some(midnight) = day.and_hms_opt(0, 0, 0)
+    {
+        return Ok(midnight.and_utc().timestamp_millis());
+    }
+    Err(format!(
+        "--as-of {t}: not a time; write RFC 3339 (2026-12-06T07:00:00Z) or a date (2026-12-06, midnight UTC)"
+    ))
 }

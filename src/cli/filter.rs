@@ -14,6 +14,7 @@ pub(super) fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, out: &Path, jobs
     let plan = Plan {
         schema: schema.unwrap_or_else(|| "preflight.yaml".into()),
         paths,
+        table_at: None,
         max_examples: 5,
         scan: ScanOptions {
             jobs: jobs.unwrap_or(0),

@@ -11,6 +11,7 @@ pub(super) fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, split_bytes: u64
     let plan = Plan {
         schema: schema.unwrap_or_else(|| "preflight.yaml".into()),
         paths,
+        table_at: None,
         max_examples: 0,
         scan: ScanOptions::default(),
     };

@@ -49,6 +49,16 @@ pub fn render(report: &Report, elapsed: Option<Duration>) -> String {
     for w in &report.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
+    for t in &report.tables {
+        let _ = writeln!(
+            out,
+            "table: {} ({} version {}, {})",
+            t.path,
+            t.format,
+            t.version,
+            plural(t.files, "live data file", "live data files")
+        );
+    }
     let time = elapsed
         .map(|t| format!(" ({:.2} s)", t.as_secs_f64()))
         .unwrap_or_default();

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{ErrorEntry, Report};
 use crate::schema::Rule;
+use crate::source::layouts::tables::TableSnapshot;
 
 /// A preflight report (`--format json`).
 #[derive(Serialize, JsonSchema)]
@@ -27,6 +28,12 @@ struct Doc<'a> {
     /// What is suspicious without being a violation.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     warnings: &'a [String],
+    /// The lakehouse table read, when the run read exactly one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<Table<'a>>,
+    /// Every lakehouse table read, each as one snapshot, in path order.
+    #[serde(skip_serializing_if = "<[TableSnapshot]>::is_empty")]
+    tables: &'a [TableSnapshot],
     /// With --partial: what `preflight merge` needs.
     #[serde(skip_serializing_if = "Option::is_none")]
     partial: Option<serde_json::Value>,
@@ -50,6 +57,19 @@ struct Check<'a> {
     hint: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pixel_counts: Option<Vec<PixelCount>>,
+}
+
+/// A table's snapshot, as the `table` key shows the one table of a run.
+#[derive(Serialize, JsonSchema)]
+struct Table<'a> {
+    /// `delta`.
+    format: &'a str,
+    /// The snapshot's version.
+    version: u64,
+    /// Iceberg's snapshot id; null for Delta.
+    snapshot_id: Option<u64>,
+    /// Live data files.
+    files: u64,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -141,6 +161,16 @@ pub fn render_with(report: &Report, partial: Option<serde_json::Value>) -> Strin
             .collect(),
         errors: &report.errors,
         warnings: &report.warnings,
+        table: match &report.tables[..] {
+            [t] => Some(Table {
+                format: &t.format,
+                version: t.version,
+                snapshot_id: t.snapshot_id,
+                files: t.files,
+            }),
+            _ => None,
+        },
+        tables: &report.tables,
         partial,
     };
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"ok\": false, \"error\": \"{e}\"}}"));

@@ -19,6 +19,7 @@ pub use crate::check::tally::{
     CheckTally, Evidence, Example, Logged, Origin, PIXEL_COUNTS, PixelEvidence, Spot, Tally, Value, value_order,
 };
 use crate::schema::{Rule, Schema, ValueRule};
+use crate::source::layouts::tables::TableSnapshot;
 
 /// A failure that kept some data from being checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -176,6 +177,8 @@ pub struct Report {
     pub errors: Vec<ErrorEntry>,
     /// Warnings that do not affect the outcome (artifact mismatches, ...).
     pub warnings: Vec<String>,
+    /// The lakehouse tables read, each as one snapshot, in path order.
+    pub tables: Vec<TableSnapshot>,
 }
 
 impl Report {
@@ -221,6 +224,7 @@ impl Report {
             checks: Vec::new(),
             errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
             warnings: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
@@ -294,6 +298,7 @@ impl Report {
                 .into_iter()
                 .map(|w| crate::redact::text(&w).into_owned())
                 .collect(),
+            tables: Vec::new(),
         }
     }
 }

@@ -13,6 +13,7 @@ use serde_json::{Value as J, json};
 use super::{CheckTally, ErrorEntry, Evidence, Example, PixelEvidence, Report, Tally, Value};
 use crate::check::Validator;
 use crate::schema::Schema;
+use crate::source::layouts::tables::TableSnapshot;
 
 /// The result of checking some of a dataset's data.
 ///
@@ -32,6 +33,8 @@ pub struct Partial {
     /// Warnings about files ([`crate::source::read::Source::notes`]), in (file,
     /// message) order, each said once per file.
     pub notes: Vec<ErrorEntry>,
+    /// The lakehouse tables read, each as one snapshot, in path order.
+    pub tables: Vec<TableSnapshot>,
 }
 
 impl Partial {
@@ -42,6 +45,7 @@ impl Partial {
             tally: Tally::new(checks, max_examples),
             errors: Vec::new(),
             notes: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
@@ -84,6 +88,7 @@ impl Partial {
         self.files = files;
         self.add_errors(other.errors);
         self.add_notes(other.notes);
+        self.add_tables(other.tables);
     }
 
     /// [`Partial::merge`] of a partial whose files all sort after this one's.
@@ -104,6 +109,14 @@ impl Partial {
         self.files.extend(other.files);
         self.add_errors(other.errors);
         self.add_notes(other.notes);
+        self.add_tables(other.tables);
+    }
+
+    /// Adds the tables read, keeping them in order and each once.
+    pub fn add_tables(&mut self, tables: impl IntoIterator<Item = TableSnapshot>) {
+        self.tables.extend(tables);
+        self.tables.sort();
+        self.tables.dedup();
     }
 
     /// Adds errors, keeping them in (file, unit, message) order and each
@@ -162,14 +175,17 @@ impl Partial {
             Some(f) => format!("{f}: {}", n.message),
             None => n.message.clone(),
         }));
-        Report::build(
-            validator.schema(),
-            validator.plan(),
-            &self.files,
-            self.tally,
-            self.errors,
-            warnings,
-        )
+        Report {
+            tables: self.tables,
+            ..Report::build(
+                validator.schema(),
+                validator.plan(),
+                &self.files,
+                self.tally,
+                self.errors,
+                warnings,
+            )
+        }
     }
 
     /// The partial as JSON, with what a merge elsewhere needs: the resolved
@@ -224,6 +240,7 @@ impl Partial {
             "checks": checks,
             "errors": this.errors.iter().map(|e| json!([e.file, e.unit, e.message])).collect::<Vec<_>>(),
             "notes": this.notes.iter().map(|e| json!([e.file, e.message])).collect::<Vec<_>>(),
+            "tables": this.tables,
         })
     }
 
@@ -317,6 +334,7 @@ impl Partial {
             },
             errors,
             notes,
+            tables: raw.tables,
         };
         // A partial written elsewhere (another version, by hand) never
         // brings a URL's credentials into a merged report.
@@ -336,6 +354,9 @@ impl Partial {
             .into_iter()
             .map(ErrorEntry::redacted)
             .collect();
+        for t in &mut self.tables {
+            t.path = crate::redact::url(&t.path).into_owned();
+        }
         if self.files.iter().all(|f| crate::redact::url(f) == f.as_str()) {
             return self;
         }
@@ -368,6 +389,9 @@ struct RawPartial {
     /// Absent from partials written before file notes existed.
     #[serde(default)]
     notes: Vec<(Option<String>, String)>,
+    /// Absent from partials written before tables were read.
+    #[serde(default)]
+    tables: Vec<TableSnapshot>,
 }
 
 #[derive(Deserialize)]

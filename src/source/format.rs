@@ -230,6 +230,9 @@ pub struct Hints {
     pub layout: Option<Layout>,
     /// `dataset.kpt_shape`: YOLO label files are pose labels.
     pub kpt_shape: Option<(usize, usize)>,
+    /// Which snapshot of a lakehouse table to read (the run's
+    /// `--table-version` or `--as-of`); the latest when `None`.
+    pub table_at: Option<crate::source::layouts::tables::TableAt>,
 }
 
 impl Hints {
@@ -240,6 +243,7 @@ impl Hints {
             specs: schema.columns.clone(),
             layout: schema.layout,
             kpt_shape: schema.kpt_shape,
+            table_at: None,
         }
     }
 

@@ -362,6 +362,7 @@ fn work_units_pair_their_masks_from_the_planned_root() {
         schema: env.path("s.yaml"),
         paths: vec![env.path("data/masks")],
         max_examples: 20,
+        table_at: None,
         scan: ScanOptions::default(),
     };
     let (validator, units) = preflight::plan_units(&plan, 1 << 30).expect("plan");

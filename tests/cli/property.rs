@@ -88,6 +88,7 @@ proptest! {
             schema,
             paths: vec![data],
             max_examples: 3,
+            table_at: None,
             scan: ScanOptions { jobs: case.jobs, ..ScanOptions::default() },
         };
         let report = preflight::check(&plan);

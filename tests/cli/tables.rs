@@ -387,3 +387,122 @@ fn a_delta_table_in_object_storage_reads_as_on_disk() {
     let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/data/dt/"], 1);
     assert_eq!(remote["rows"], 7, "{remote}");
 }
+
+/// `--table-version N` reads what `TABLE@vN` reads; `--as-of TIME` the
+/// version deltalake's `load_as_version` picks for that time (commit times
+/// are the log files' modification times here, set an hour apart); the
+/// report names the snapshot it read (`table`, `tables`), in every output
+/// and through `--partial` and `merge`.
+#[test]
+fn versions_by_flag_and_by_time_and_the_snapshot_in_the_report() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    env.python(&format!(
+        "{ORACLE}\n\
+         import datetime as D\n\
+         from deltalake import write_deltalake\n\
+         col = lambda v: pa.array(v, pa.int64())\n\
+         write_deltalake('dt', pa.table({{'label': col([0, 1, 7, 2])}}))\n\
+         write_deltalake('dt', pa.table({{'label': col([0, 1, 2, 0])}}), mode='overwrite')\n\
+         write_deltalake('dt', pa.table({{'label': col([1, 5, 2])}}), mode='append')\n\
+         write_deltalake('other', pa.table({{'label': col([0])}}))\n\
+         T0 = D.datetime(2026, 1, 1, tzinfo=D.timezone.utc).timestamp()\n\
+         for v in range(3):\n\
+         \x20   os.utime(f'dt/_delta_log/{{v:020d}}.json', (T0 + 3600 * v, T0 + 3600 * v))\n\
+         picks = {{}}\n\
+         for t in ['2026-01-01T00:30:00Z', '2026-01-01T01:00:00Z', '2026-01-01T01:30:00+00:00', '2026-01-01T05:00:00+02:00', '2026-01-01']:\n\
+         \x20   d = DeltaTable('dt')\n\
+         \x20   d.load_as_version(D.datetime.fromisoformat(t.replace('Z', '+00:00')) if 'T' in t else D.datetime(2026, 1, 1, tzinfo=D.timezone.utc))\n\
+         \x20   picks[t] = oracle('dt', d.version())\n\
+         json.dump(picks, open('picks.json', 'w'))\n\
+         for v in range(3): json.dump(oracle('dt', v), open(f'v{{v}}.json', 'w'))\n\
+         os._exit(0)\n"
+    ));
+    // The latest snapshot, named in the report.
+    let report = env.check_json(&["-s", "s.yaml", "dt"], 1);
+    assert_eq!(
+        report["table"],
+        serde_json::json!({"format": "delta", "version": 2, "snapshot_id": null, "files": 2})
+    );
+    assert_eq!(
+        report["tables"],
+        serde_json::json!([{"path": "dt", "format": "delta", "version": 2, "snapshot_id": null, "files": 2}])
+    );
+    let human = env.run(&["check", "-s", "s.yaml", "dt"]);
+    assert!(
+        human.stdout.contains("table: dt (delta version 2, 2 live data files)"),
+        "{}",
+        human.stdout
+    );
+    // --table-version N is TABLE@vN, with the same violations.
+    for v in 0..=2 {
+        let want = expected(&env, &format!("v{v}.json"));
+        let code = if want["bad"].as_array().is_some_and(|b| b.is_empty()) {
+            0
+        } else {
+            1
+        };
+        let by_flag = env.check_json(&["-s", "s.yaml", "dt", "--table-version", &v.to_string()], code);
+        let by_path = env.check_json(&["-s", "s.yaml", &format!("dt@v{v}")], code);
+        assert_eq!(by_flag["table"]["version"], v);
+        assert_eq!(by_flag["table"], by_path["table"]);
+        assert_eq!(by_path["tables"][0]["path"], "dt");
+        assert_eq!(found(&by_flag), *want["bad"].as_array().expect("bad"), "v{v}");
+        assert_eq!(found(&by_flag), found(&by_path));
+        assert_eq!(by_flag["rows"], want["rows"]);
+    }
+    // --as-of TIME: deltalake's pick, each violation as it reads that version.
+    let picks = expected(&env, "picks.json");
+    for (time, want) in picks.as_object().expect("picks") {
+        let code = if want["bad"].as_array().is_some_and(|b| b.is_empty()) {
+            0
+        } else {
+            1
+        };
+        let report = env.check_json(&["-s", "s.yaml", "dt", "--as-of", time], code);
+        assert_eq!(report["table"]["version"], want["version"], "{time}");
+        assert_eq!(found(&report), *want["bad"].as_array().expect("bad"), "{time}");
+    }
+    // Before the first commit there is no such version (deltalake would
+    // read version 0; Spark refuses, as preflight does).
+    let report = env.check_json(&["-s", "s.yaml", "dt", "--as-of", "2025-12-31T23:00:00Z"], 2);
+    let errs = errors(&report);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0]
+            .1
+            .contains("no version of the table was committed at or before 2025-12-31T23:00:00+00:00"),
+        "{errs:?}"
+    );
+    for bad in [
+        &["--as-of", "yesterday"][..],
+        &["--as-of", "2026-01-01", "--table-version", "1"],
+    ] {
+        let mut args = vec!["check", "-s", "s.yaml", "dt"];
+        args.extend_from_slice(bad);
+        assert_eq!(env.run(&args).code, 2, "{bad:?}");
+    }
+    // Two tables: both listed, no single `table`.
+    let report = env.check_json(&["-s", "s.yaml", "dt", "other", "--table-version", "0"], 1);
+    assert!(report.get("table").is_none(), "{report}");
+    let versions: Vec<(&str, u64)> = report["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .map(|t| {
+            (
+                t["path"].as_str().expect("path"),
+                t["version"].as_u64().expect("version"),
+            )
+        })
+        .collect();
+    assert_eq!(versions, vec![("dt", 0), ("other", 0)]);
+    // Partial reports carry the snapshots into a merge.
+    let full = env.run(&["check", "-s", "s.yaml", "--format", "json", "dt", "other"]);
+    for (name, table) in [("a.json", "dt"), ("b.json", "other")] {
+        let r = env.run(&["check", "-s", "s.yaml", "--format", "json", "--partial", table]);
+        env.write(name, &r.stdout);
+    }
+    let merged = env.run(&["merge", "b.json", "a.json", "--format", "json"]);
+    assert_eq!(merged.stdout, full.stdout);
+}

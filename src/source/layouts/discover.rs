@@ -90,6 +90,8 @@ pub struct Discovered {
     pub errors: Vec<Error>,
     /// Warnings about the layout (an image folder's hidden class).
     pub notes: Vec<(String, String)>,
+    /// The lakehouse tables read, each as one snapshot.
+    pub tables: Vec<tables::TableSnapshot>,
 }
 
 /// Expands `args` into files, with the problems (no match, unreadable
@@ -116,6 +118,8 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
         errors: Vec::new(),
         hf: hf_folders::Folders::default(),
         tables: Vec::new(),
+        snapshots: Vec::new(),
+        table_at: hints.table_at,
         table_dirs: Default::default(),
     };
     // Searches that found shards only: whether they found anything is
@@ -159,7 +163,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
             }
         } else if let Some((root, version)) = tables::versioned(arg) {
             // `TABLE@vN`: that version of a Delta table.
-            found.delta(&root, Some(version));
+            found.delta(&root, Some(tables::TableAt::Version(version)));
             continue;
         } else if arg.is_dir() {
             // A folder inside a table (Iceberg's data/, a partition) is
@@ -248,6 +252,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
         mut errors,
         hf,
         yolo,
+        mut snapshots,
         ..
     } = found;
     let mut notes = hf.finish(&mut files, &mut errors);
@@ -263,7 +268,13 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
     }
     files.extend(kept.into_iter().map(|(_, f)| f));
     sort(&mut files);
-    Discovered { files, errors, notes }
+    snapshots.sort();
+    Discovered {
+        files,
+        errors,
+        notes,
+        tables: snapshots,
+    }
 }
 
 /// Why a directory with nothing to check holds no data, when it is a
@@ -295,6 +306,10 @@ struct Found<'c> {
     /// The table roots the searches met (each read or refused once,
     /// [`tables`]).
     tables: Vec<String>,
+    /// The snapshots read, for the report.
+    snapshots: Vec<tables::TableSnapshot>,
+    /// Which snapshot of each table to read (`--table-version`, `--as-of`).
+    table_at: Option<tables::TableAt>,
     /// Which folders above a glob's files are tables, as asked so far.
     table_dirs: std::collections::HashMap<PathBuf, Option<tables::Table>>,
 }
@@ -367,7 +382,7 @@ impl Found<'_> {
                 });
                 for (root, table) in roots {
                     match table {
-                        tables::Table::Delta => self.delta(Path::new(&root), None),
+                        tables::Table::Delta => self.delta(Path::new(&root), self.table_at),
                         _ => self.refuse(root, table, tables::Met::Root),
                     }
                 }
@@ -468,19 +483,20 @@ impl Found<'_> {
         }
     }
 
-    /// A local Delta table met by a search: the data files of its latest
-    /// snapshot or of `version` ([`tables::delta`]), or an error naming it.
-    fn delta(&mut self, root: &Path, version: Option<u64>) {
+    /// A Delta table met by a search: the data files of its latest
+    /// snapshot or of the one `at` picks ([`tables::delta`]), or an error
+    /// naming it.
+    fn delta(&mut self, root: &Path, at: Option<tables::TableAt>) {
         let shown = root.to_string_lossy().into_owned();
-        let key = match version {
-            Some(v) => format!("{shown}@v{v}"),
-            None => shown.clone(),
+        let key = match at {
+            Some(tables::TableAt::Version(v)) => format!("{shown}@v{v}"),
+            _ => shown.clone(),
         };
         if self.tables.contains(&key) {
             return;
         }
         // A panic in the kernel on a hostile log is the table's error.
-        let read = crate::source::read::guarded(|| tables::delta::read(root, &shown, version).map_err(ReadError::new))
+        let read = crate::source::read::guarded(|| tables::delta::read(root, &shown, at).map_err(ReadError::new))
             .map_err(|e| e.to_string());
         match read {
             Ok(read) if read.files.is_empty() => self.errors.push(Error::Discover {
@@ -491,7 +507,16 @@ impl Found<'_> {
                     read.version
                 ),
             }),
-            Ok(read) => self.files.extend(read.files),
+            Ok(read) => {
+                self.snapshots.push(tables::TableSnapshot {
+                    path: shown.clone(),
+                    format: "delta".into(),
+                    version: read.version,
+                    snapshot_id: None,
+                    files: read.files.len() as u64,
+                });
+                self.files.extend(read.files);
+            }
             Err(message) => self.errors.push(Error::Discover {
                 path: key.clone(),
                 message,
@@ -531,7 +556,7 @@ impl Found<'_> {
             match entry {
                 Ok(e) if e.file_type().is_dir() => {
                     match tables::Table::at(e.path()) {
-                        Some(tables::Table::Delta) => self.delta(e.path(), None),
+                        Some(tables::Table::Delta) => self.delta(e.path(), self.table_at),
                         Some(table) => self.refuse(e.path().to_string_lossy().into_owned(), table, tables::Met::Root),
                         None => continue,
                     }

@@ -494,7 +494,12 @@ pub fn list_roots(roots: &[(PathBuf, String)], model: Option<&ModelLabels>) -> D
         files.extend(l.files);
         errors.extend(l.errors);
     }
-    Discovered { files, errors, notes }
+    Discovered {
+        files,
+        errors,
+        notes,
+        tables: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -4,5 +4,5 @@
 pub mod discover;
 mod hf_folders;
 pub mod image_folder;
-mod tables;
+pub mod tables;
 pub mod yolo;

@@ -17,6 +17,7 @@ use delta_kernel_default_engine::DefaultEngine;
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use url::Url;
 
+use super::TableAt;
 use super::view::{Column, TableFile};
 use crate::error::ReadError;
 use crate::source::Hints;
@@ -56,6 +57,30 @@ fn engine(root: &Url) -> Result<Arc<Kernel>, String> {
     Ok(engine)
 }
 
+/// The latest version committed at or before `ms` (milliseconds since the
+/// epoch): by in-commit timestamps where the table keeps them, else by the
+/// commit files' modification times, as the kernel (and `deltalake`) read
+/// them.
+fn version_as_of(url: &Url, engine: &Kernel, ms: i64) -> Result<u64, String> {
+    use delta_kernel::history_manager::{HistoryCommitType, latest_version_as_of};
+    let latest = Snapshot::builder_for(url.as_str()).build(engine).map_err(kernel)?;
+    match latest_version_as_of(&latest, engine, ms, HistoryCommitType::Recreatable) {
+        Ok(commit) => Ok(commit.version),
+        Err(delta_kernel::KernelError::LogHistory(e))
+            if matches!(
+                *e,
+                delta_kernel::history_manager::error::LogHistoryError::TimestampOutOfRange { .. }
+            ) =>
+        {
+            let when = chrono::DateTime::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.to_rfc3339());
+            Err(format!(
+                "no version of the table was committed at or before {when} (--as-of): its first commit is later"
+            ))
+        }
+        Err(e) => Err(kernel(e)),
+    }
+}
+
 /// What every data file of one snapshot shares.
 #[derive(Debug)]
 struct Table {
@@ -86,8 +111,8 @@ struct LiveFile {
 
 /// Reads the snapshot of the Delta table at `root`, a local folder or a
 /// URL in object storage (shown as `shown` in reports): the latest, or
-/// `version`.
-pub(crate) fn read(root: &Path, shown: &str, version: Option<u64>) -> Result<Read, String> {
+/// the one `at` picks.
+pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read, String> {
     let remote = crate::source::storage::remote::is_url(root);
     let (url, absolute) = if remote {
         let text = root.to_string_lossy();
@@ -104,6 +129,11 @@ pub(crate) fn read(root: &Path, shown: &str, version: Option<u64>) -> Result<Rea
     };
     let self_engine = engine(&url)?;
     let engine = self_engine.as_ref();
+    let version = match at {
+        None => None,
+        Some(TableAt::Version(v)) => Some(v),
+        Some(TableAt::AsOf(ms)) => Some(version_as_of(&url, engine, ms)?),
+    };
     let mut builder = Snapshot::builder_for(url.as_str());
     if let Some(v) = version {
         builder = builder.at_version(v);

@@ -14,6 +14,32 @@ mod view;
 
 use std::path::Path;
 
+/// Which snapshot of a table a run reads (`--table-version`, `--as-of`;
+/// `TABLE@vN` for one PATH): the latest when none is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableAt {
+    /// That version.
+    Version(u64),
+    /// The latest version committed at or before this time (milliseconds
+    /// since the Unix epoch), as `deltalake`'s `load_as_version` picks it.
+    AsOf(i64),
+}
+
+/// A table a run read as one snapshot, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct TableSnapshot {
+    /// The table's root, as the PATH named it.
+    pub path: String,
+    /// `delta` (Iceberg tables are refused).
+    pub format: String,
+    /// The snapshot's version.
+    pub version: u64,
+    /// Iceberg's snapshot id; Delta has none (null).
+    pub snapshot_id: Option<u64>,
+    /// Live data files of the snapshot.
+    pub files: u64,
+}
+
 /// Which kind of table a folder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Table {
