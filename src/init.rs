@@ -169,6 +169,51 @@ pub(crate) fn propose(paths: &[PathBuf], model: Option<&Path>, schema_dir: &Path
     })
 }
 
+/// Whether `check --model` judges a column: the inputs and labels a
+/// Hugging Face model takes by these names.
+fn conventional(name: &str) -> bool {
+    ["input_ids", "token_type_ids", "position_ids", "attention_mask"]
+        .iter()
+        .any(|n| name.ends_with(n))
+        || name == "labels"
+        || name == "label"
+}
+
+/// The schema `check --model` uses: what `init --model` proposes for the
+/// data at `paths`, kept to the conventional columns. References are
+/// resolved against the current folder, as the model folder was named;
+/// the schema is named `--model DIR` in messages.
+pub(crate) fn model_schema(paths: &[PathBuf], model: &Path) -> Result<crate::Schema, String> {
+    let proposal = propose(paths, Some(model), Path::new(""))?;
+    let mut schema =
+        crate::Schema::from_yaml(&proposal.text, Path::new("preflight.yaml")).map_err(|e| e.to_string())?;
+    let kept: Vec<usize> = (0..schema.columns.len())
+        .filter(|&i| conventional(&schema.columns[i].name))
+        .collect();
+    if kept.is_empty() {
+        return Err(format!(
+            "--model {}: the data has none of the columns a model takes by name (input_ids, token_type_ids, \
+             position_ids, attention_mask, labels, label): write a schema (preflight init --model)",
+            model.display()
+        ));
+    }
+    let dropped: Vec<String> = (0..schema.columns.len())
+        .filter(|i| !kept.contains(i))
+        .map(|i| format!("columns.{}.", schema.columns[i].name))
+        .collect();
+    let mut columns: Vec<crate::schema::ColumnSpec> = kept.iter().map(|&i| schema.columns[i].clone()).collect();
+    for c in &mut columns {
+        c.same_length_as = c.same_length_as.and_then(|o| kept.iter().position(|&k| k == o));
+    }
+    schema.columns = columns;
+    schema
+        .warnings
+        .retain(|w| !dropped.iter().any(|d| w.starts_with(d.as_str())));
+    schema.files.clear();
+    schema.path = PathBuf::from(format!("--model {}", model.display()));
+    Ok(schema)
+}
+
 /// A PATH as `dataset.files` lists it: relative to the schema's folder
 /// (`../data` included) when the two share a folder below the root, else
 /// absolute; a URL as typed.

@@ -109,6 +109,13 @@ pub fn check(plan: &Plan) -> Report {
 /// partial result (to write with `--partial` for a merge elsewhere). A
 /// schema that cannot be used gives the failed report instead.
 pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
+    let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
+    check_schema_partial(plan, schema)
+}
+
+/// [`check_partial`] with a schema made elsewhere (`check --model` derives
+/// one from the model): `plan.schema` only names it in messages.
+pub fn check_schema_partial(plan: &Plan, schema: Schema) -> Result<(Validator, Partial), Report> {
     let Prepared {
         validator,
         mut files,
@@ -116,7 +123,7 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
         notes,
         paths,
         tables,
-    } = prepare(plan)?;
+    } = prepare_schema(plan, schema)?;
     // Masks paired with images: images without a mask join the files.
     let mut opts = plan.scan.clone();
     let mut pair_errors = Vec::new();
@@ -144,7 +151,8 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
 /// (`preflight plan`): [`plan_paths`] over the plan's paths (or the
 /// schema's `dataset.files`), with the compiled schema.
 pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
-    let (validator, paths) = schema_and_paths(plan)?;
+    let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
+    let (validator, paths) = with_paths(plan, schema)?;
     let hints = source::Hints {
         table_at: plan.table_at,
         ..source::Hints::from_schema(validator.schema())
@@ -202,7 +210,13 @@ pub(crate) struct Prepared {
 
 /// Compiles the plan's schema and finds the files its PATHs name.
 pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
-    let (validator, paths) = schema_and_paths(plan)?;
+    let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
+    prepare_schema(plan, schema)
+}
+
+/// [`prepare`] with the schema compiled already.
+fn prepare_schema(plan: &Plan, schema: Schema) -> Result<Prepared, Report> {
+    let (validator, paths) = with_paths(plan, schema)?;
     let hints = source::Hints {
         table_at: plan.table_at,
         ..source::Hints::from_schema(validator.schema())
@@ -229,8 +243,7 @@ pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
 
 /// The schema compiled, and the paths to check: the plan's, or the
 /// schema's `dataset.files`.
-fn schema_and_paths(plan: &Plan) -> Result<(Validator, Vec<PathBuf>), Report> {
-    let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
+fn with_paths(plan: &Plan, schema: Schema) -> Result<(Validator, Vec<PathBuf>), Report> {
     let paths: Vec<PathBuf> = if plan.paths.is_empty() {
         let base = schema.base_dir();
         // A URL is not relative to the schema's folder.

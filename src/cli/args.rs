@@ -180,6 +180,16 @@ pub(super) struct CheckArgs {
     /// then or before (RFC 3339, e.g. 2026-12-06T07:00:00Z, or a date)
     #[arg(long, value_name = "TIME", conflicts_with = "table_version")]
     pub as_of: Option<String>,
+
+    /// No schema: check the conventional columns (input_ids,
+    /// token_type_ids, position_ids, attention_mask, labels) against the
+    /// bounds of this Hugging Face model folder, as `init --model` writes them
+    #[arg(long, value_name = "DIR")]
+    pub model: Option<PathBuf>,
+
+    /// Print the schema the check uses (resolved) on stderr
+    #[arg(long)]
+    pub print_schema: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -49,7 +49,11 @@ pub(super) fn run(a: CheckArgs) -> u8 {
             unit: 0,
         }])
     };
-    let report = if stdin && a.paths.len() > 1 {
+    let report = if a.model.is_some() && a.schema.is_some() {
+        usage("--schema and --model: give one (--model makes the schema from the model's bounds)")
+    } else if a.model.is_some() && (stdin || a.paths.is_empty()) {
+        usage("--model reads the columns from the data: name the PATHs (not `-`)")
+    } else if stdin && a.paths.len() > 1 {
         usage("`-` reads one Arrow IPC stream from stdin and cannot be combined with other paths")
     } else if a.pass_through && !stdin {
         usage("--pass-through needs `-` (an Arrow IPC stream on stdin) as the only path")
@@ -134,7 +138,18 @@ fn check_files(a: &CheckArgs, schema: std::path::PathBuf) -> (Report, Option<ser
             pairing: None,
         },
     };
-    let (validator, mut partial) = match crate::check_partial(&plan) {
+    let loaded = match &a.model {
+        Some(model) => crate::init::model_schema(&a.paths, model).map_err(failed),
+        None => Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)])),
+    };
+    let used = match loaded {
+        Ok(s) => s,
+        Err(report) => return (report, None),
+    };
+    if a.print_schema {
+        eprint!("{}", used.to_resolved_yaml());
+    }
+    let (validator, mut partial) = match crate::check_schema_partial(&plan, used) {
         Ok(checked) => checked,
         Err(report) => return (report, None),
     };

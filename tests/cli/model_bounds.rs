@@ -439,3 +439,82 @@ fn init_keeps_minilm_bounds_on_real_tokenized_pairs() {
         "labels reach 3 but the model's head has 3 classes (num_labels: len(id2label))",
     );
 }
+
+/// `check --model DIR` needs no schema: it judges the conventional columns
+/// by the bounds `init --model` writes, so its report is the report of
+/// `init --model` then `check -s`, violation for violation (judged by
+/// transformers' own config above); other columns are not judged.
+#[test]
+fn check_model_gates_without_a_schema() {
+    let env = Env::new();
+    model(&env, "model");
+    env.python(&format!(
+        "{ORACLE}\n{TOKENIZE}\n{MINILM}\n\
+         t = pq.read_table('model.parquet')\n\
+         pq.write_table(t.append_column('score', pa.array([9.5] * t.num_rows)), 'scored.parquet')\n\
+         pq.write_table(pa.table({{'text': ['a', 'b']}}), 'text.parquet')\n"
+    ));
+    let init = env.run(&["init", "model.parquet", "--model", "model", "-o", "model.yaml"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let r = env.check_json(&["-s", "model.yaml", "model.parquet", "--max-examples", "1000"], 1);
+    assert_eq!(r["violations"], 14, "{r:#}");
+    let by_model = env.run(&[
+        "check",
+        "--model",
+        "model",
+        "model.parquet",
+        "--format",
+        "json",
+        "--max-examples",
+        "1000",
+    ]);
+    assert_eq!(by_model.code, 1, "{}", by_model.stderr);
+    assert_eq!(serde_json::from_str::<Value>(&by_model.stdout).unwrap(), r);
+    // A column no model takes by name is not judged.
+    let scored = env.check_json(&["--model", "model", "scored.parquet", "--max-examples", "1000"], 1);
+    assert_eq!(
+        scored["checks"].to_string().replace("scored.parquet", "model.parquet"),
+        r["checks"].to_string()
+    );
+    // --print-schema shows the schema used, on stderr.
+    let shown = env.run(&[
+        "check",
+        "--model",
+        "model",
+        "scored.parquet",
+        "--print-schema",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        shown
+            .stderr
+            .contains("size: 30522  # from model/config.json: vocab_size"),
+        "{}",
+        shown.stderr
+    );
+    assert!(!shown.stderr.contains("score"), "{}", shown.stderr);
+    serde_json::from_str::<Value>(&shown.stdout).expect("stdout stays one JSON document");
+    // Usage errors: a schema as well, no PATH, no conventional column.
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 3}\n");
+    for (args, says) in [
+        (
+            &["-s", "s.yaml", "--model", "model", "model.parquet"][..],
+            "--schema and --model: give one",
+        ),
+        (
+            &["--model", "model"],
+            "--model reads the columns from the data: name the PATHs",
+        ),
+        (
+            &["--model", "model", "text.parquet"],
+            "the data has none of the columns a model takes by name",
+        ),
+    ] {
+        let mut a = vec!["check"];
+        a.extend_from_slice(args);
+        let out = env.run(&a);
+        assert_eq!(out.code, 2, "{args:?}");
+        assert!(out.stdout.contains(says), "{args:?}: {}", out.stdout);
+    }
+}
