@@ -79,7 +79,7 @@ pub enum Error {
 
 impl Error {
     /// The data or schema file the error belongs to, as the user named it
-    /// (a URL's credentials redacted: [`crate::redact`]).
+    /// (a URL's credentials redacted: `crate::redact`).
     pub fn file(&self) -> Option<String> {
         let file = match self {
             Error::Schema { file, .. } | Error::Reference { file, .. } => Some(file.display().to_string()),

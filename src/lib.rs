@@ -8,7 +8,7 @@
 //! offending value with its file and row.
 //!
 //! The library is the product; the `preflight` binary is a thin layer over
-//! [`check`], which finds the files, checks them in parallel and merges the
+//! [`check()`], which finds the files, checks them in parallel and merges the
 //! results. To check Arrow data you already hold (a pipeline step), compile
 //! the schema into a [`Validator`] once and feed it batches; each gives a
 //! [`Partial`] result, and partials merge (in any order) into the report that
@@ -32,7 +32,7 @@
 //!
 //! Stable API: [`Schema`], [`Validator`] (`new`, `check`, `partial`),
 //! [`Partial`] (`merge`, `report`), [`Report`] with its renderers in
-//! [`report::human`] and [`report::json`], [`check`] with [`Plan`]. The
+//! [`report::human`] and [`report::json`], [`check()`] with [`Plan`]. The
 //! kernels' lower-level entry points (`check_columns`, `Tally`) serve the
 //! scanner and may change.
 
@@ -105,7 +105,7 @@ pub fn check(plan: &Plan) -> Report {
     }
 }
 
-/// [`check`], stopping short of the report: the validator and the merged
+/// [`check()`], stopping short of the report: the validator and the merged
 /// partial result (to write with `--partial` for a merge elsewhere). A
 /// schema that cannot be used gives the failed report instead.
 pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {

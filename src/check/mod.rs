@@ -479,7 +479,7 @@ impl Validator {
         self.values_proven(ci, stats)
     }
 
-    /// The value rule of schema column `ci` as a [`Judge`] a reader may
+    /// The value rule of schema column `ci` as a `Judge` a reader may
     /// apply itself, when passing it is all a clean integer value does to
     /// the report (see `judge`); `None` otherwise.
     pub fn judge(&self, ci: usize) -> Option<Judge> {

@@ -342,7 +342,7 @@ impl Partial {
     }
 
     /// The partial with a URL's credentials redacted in its file names,
-    /// errors and notes ([`crate::redact`]); names a check gave are so
+    /// errors and notes (`crate::redact`); names a check gave are so
     /// already. Names that redaction makes equal become one file.
     pub fn redacted(mut self) -> Partial {
         let shown = |f: &String| crate::redact::url(f).into_owned();

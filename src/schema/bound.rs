@@ -135,7 +135,7 @@ pub enum BoundKind {
     Other,
 }
 
-/// The config key of a source as [`resolve`] writes it (`FILE: KEY`, with
+/// The config key of a source as `resolve` writes it (`FILE: KEY`, with
 /// ` + N`/` - N` for an offset); `None` for a source that is a file alone
 /// (a tokenizer, a vocab or class-names file).
 pub fn source_key(source: &str) -> Option<&str> {

@@ -1,6 +1,6 @@
 //! The schema: which columns to check and by which rule.
 //!
-//! Three stages, each a type: the YAML as written ([`raw`]), the validated
+//! Three stages, each a type: the YAML as written (`raw`), the validated
 //! [`Schema`] with every bound resolved to a number (this module), and the
 //! per-file binding of its columns to the file's columns (in `scan`). A
 //! schema that contradicts itself is rejected here, before any data is read,
@@ -317,7 +317,7 @@ pub struct PixelSpec {
     pub reduce_zero_label: bool,
     /// `colors:` RGB colour -> class (CamVid-style colour masks), as written.
     pub colors: Vec<([u8; 3], i128)>,
-    /// `pair_with:` the images these masks belong to (see [`crate::pairing`]).
+    /// `pair_with:` the images these masks belong to (see `crate::pairing`).
     pub pair_with: Option<PairSpec>,
 }
 

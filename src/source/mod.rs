@@ -87,8 +87,8 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
 /// Opens a data file as a [`Source`] with what the schema says about it.
 ///
 /// A local file or an object in storage (a URL) is opened by the same
-/// reader, which reaches its bytes through [`storage::Input`] (Parquet
-/// through its own range plan, [`storage::Blob`]). An object's format is its
+/// reader, which reaches its bytes through `storage::Input` (Parquet
+/// through its own range plan, `storage::Blob`). An object's format is its
 /// name's: content is not sniffed, which would cost a request per object a
 /// listing finds.
 pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {

@@ -61,7 +61,7 @@ pub trait Source: Send + Sync {
     }
 
     /// Like [`Source::read_shapes`], with the value rule of each projected
-    /// column as a judge where it has one ([`crate::proof::Judge`]). A
+    /// column as a judge where it has one (`crate::proof::Judge`). A
     /// reader that proves a batch's values of a column pass its judge may
     /// hand that column as a shape of the stored type (exact row nulls and
     /// lengths, element values meaningless) and flag it in the slice `sink`
@@ -120,7 +120,7 @@ pub trait Source: Send + Sync {
     }
 
     /// Whether every unit but the last ends right after an end-of-document
-    /// id ([`Hints::eods`]), so that no document crosses units: only then
+    /// id (`Hints::eods`), so that no document crosses units: only then
     /// can the checks judge the documents of an `eod_id` column.
     fn documents(&self) -> bool {
         false

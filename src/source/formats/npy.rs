@@ -17,7 +17,7 @@
 //! Every size taken from a header is checked against what the file actually
 //! holds before anything is allocated or read.
 //!
-//! Objects in storage go through [`storage::Input`] with the same code: a
+//! Objects in storage go through `storage::Input` with the same code: a
 //! `.npy` unit's rows are one ranged read (a Fortran-ordered array's data
 //! is read whole, once: each row spans it); a `.npz` is read by the zip
 //! reader over ranged reads, its members streamed.

@@ -27,7 +27,7 @@ use crate::source::{Format, Hints};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataFile {
     /// The path as reports show it: a URL's credentials redacted
-    /// ([`crate::redact::url`]); `path` keeps them for requests.
+    /// (`crate::redact::url`); `path` keeps them for requests.
     pub display: String,
     /// The path to open.
     pub path: PathBuf,

@@ -4,11 +4,11 @@
 //! populated ahead of a scan and released behind it, so resident memory is
 //! the work in flight, not the file) or read by position; or an object in
 //! storage ([`remote`]), whose byte ranges are fetched ahead of a read and
-//! then read by position like a file ([`Blob`]). Formats ask for bytes in
+//! then read by position like a file (`Blob`). Formats ask for bytes in
 //! the shape they need and this module alone tells a local file from an
-//! object: [`Input`] (ranges over a local map or an object), [`read_whole`]
-//! (a small file), [`head`] (its first bytes), [`sequential`] (a read in
-//! order), [`seekable`] (reads by position) and [`stat`]. What a format still decides itself is a strategy,
+//! object: `Input` (ranges over a local map or an object), `read_whole`
+//! (a small file), `head` (its first bytes), `sequential` (a read in
+//! order), `seekable` (reads by position) and `stat`. What a format still decides itself is a strategy,
 //! not a location: seeking a local tar or TFRecord file in place where an
 //! object is read by planned ranges.
 

@@ -949,7 +949,7 @@ impl Object {
 const BLOCK: u64 = 8 * 1024 * 1024;
 
 /// An object read in order, as a file is read: one ranged request per
-/// [`BLOCK`], the next block requested while this one is read. Memory is
+/// `BLOCK`, the next block requested while this one is read. Memory is
 /// two blocks per open stream, whatever the object's size; nothing is
 /// written to disk.
 pub struct Stream {

@@ -4,7 +4,7 @@
 //!
 //! The reader itself does not decode: it hands the file's bytes on as a
 //! one-row binary column tagged [`IMAGE_FIELD`], and the pixel transform
-//! ([`crate::pixels`]) decodes them, exactly as it decodes encoded images
+//! (`crate::pixels`) decodes them, exactly as it decodes encoded images
 //! stored in a table's binary column. One decoding path serves image files,
 //! Parquet/Arrow `Image` columns and WebDataset members alike.
 //!
@@ -16,7 +16,7 @@
 //! reduced to its high byte as Pillow does. Decoding goes through the
 //! maintained, fuzzed image-rs crates (`png` with identity transformations,
 //! `tiff`, `image-webp`, `gif`) and libjpeg-turbo, Pillow's own JPEG decoder
-//! (see [`jpeg`]); BMP and Netpbm are hand-written (see [`bmp`], [`pnm`]).
+//! (see `jpeg`); BMP and Netpbm are hand-written (see `bmp`, `pnm`).
 //!
 //! Every decoder is bounded: an image of more than [`MAX_PIXELS`] pixels
 //! (Pillow's own `DecompressionBombError` threshold, so nothing Pillow would

@@ -4,7 +4,7 @@
 //! sequential unit. Which of the two a file holds is decided by its first
 //! bytes, never by its name.
 //!
-//! Bytes come through [`Input`]: a local file's blocks are views of its map,
+//! Bytes come through `Input`: a local file's blocks are views of its map,
 //! an object's are ranged reads (a file's message headers fetched together
 //! when it is opened, each record batch when its unit is read; a stream
 //! read in order, block by block).

@@ -7,15 +7,15 @@
 //! read from the pages' levels alone ([`Source::read_shapes`], `shape`).
 //!
 //! A file in object storage is read through the same code over fetched
-//! byte ranges ([`Blob`]): the footer with one request for its tail
-//! ([`footer_request`]; a second only for a larger footer), then per row
+//! byte ranges (`Blob`): the footer with one request for its tail
+//! (`footer_request`; a second only for a larger footer), then per row
 //! group only the projected column chunks, coalesced. Statistics prove a
 //! row group from the footer alone; a dictionary proves one from its
 //! dictionary page alone when the footer's encoding statistics say every
 //! data page is dictionary-encoded. The bytes of the footer's request are
 //! kept (a small object came whole with it), and a column read for its
 //! shape alone has only its page headers and v2 levels fetched
-//! ([`ParquetSource::level_prefix`]).
+//! (`ParquetSource::level_prefix`).
 //!
 //! What must be decoded is decoded by preflight's own reader for integer
 //! columns, flat or in top-level lists (`values`, over `hybrid` and

@@ -29,7 +29,7 @@
 //! Encrypted chunks and the Parquet and temporal loaders are refused. The
 //! byte layout is in `tests/fixtures/tokens/FORMATS.md` (section 5).
 //!
-//! A chunk is one unit, its bytes read whole through [`Input`] (a local map,
+//! A chunk is one unit, its bytes read whole through `Input` (a local map,
 //! or one request for an object beside an `index.json` in storage).
 
 use std::io::Read;

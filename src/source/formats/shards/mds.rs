@@ -21,7 +21,7 @@
 //! schema asks for the column. The byte layout is in
 //! `tests/fixtures/tokens/FORMATS.md` (section 4).
 //!
-//! A shard is one unit, its bytes read whole through [`Input`] (a local map,
+//! A shard is one unit, its bytes read whole through `Input` (a local map,
 //! or one request for an object beside an `index.json` in storage).
 
 use std::collections::HashMap;

@@ -12,7 +12,7 @@
 //! serde_json parses them, booleans, strings, arrays as lists (recursively;
 //! at most [`MAX_DEPTH`] levels), objects as their JSON text. The file is
 //! streamed: memory is one batch plus one line (at most
-//! [`MAX_RECORD_BYTES`]), never the whole file.
+//! `MAX_RECORD_BYTES`), never the whole file.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -1,24 +1,24 @@
 //! TFRecord files of `tf.train.Example` records (`.tfrecord`, `.tfrecords`,
 //! and `.gz` of them): row i is record i, each feature a list column —
-//! `int64_list` as list<int64>, `float_list` as list<float32>, `bytes_list`
-//! as list<binary>. A feature a record lacks (or holds with no kind set) is
+//! `int64_list` as `list<int64>`, `float_list` as `list<float32>`, `bytes_list`
+//! as `list<binary>`. A feature a record lacks (or holds with no kind set) is
 //! null in that row: the `tfrecord` package raises `KeyError` for it, and
 //! TensorFlow's `FixedLenFeature` without a default fails, so by default it
 //! is a `null` violation.
 //!
-//! Framing and both checksums are checked on every record ([`framing`]);
-//! the messages are prost structs derived by hand ([`proto`]). A feature
+//! Framing and both checksums are checked on every record (`framing`);
+//! the messages are prost structs derived by hand (`proto`). A feature
 //! whose kind differs between records is the file's error naming both
 //! records (no reader can give it one type); a `SequenceExample` is refused
-//! (see [`proto::SequenceProbe`] for how it is told apart: read as an
+//! (see `proto::SequenceProbe` for how it is told apart: read as an
 //! `Example` it would parse, showing only its context).
 //!
 //! Opening lists the file: for an uncompressed file, memory-mapped, each
 //! record's length checksum, the feature names and kinds (values skipped),
-//! and unit boundaries every [`UNIT_BYTES`] at a record start, so that units
+//! and unit boundaries every `UNIT_BYTES` at a record start, so that units
 //! (their data checksums and values) are read in parallel. A gzip file is
 //! one unit, decompressed twice (once to list, once to read), with records
-//! of at most [`framing::MAX_RECORD`] bytes.
+//! of at most `framing::MAX_RECORD` bytes.
 
 mod framing;
 mod proto;

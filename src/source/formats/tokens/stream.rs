@@ -17,13 +17,13 @@
 //! [`super::megatron`]); [`super::open`] dispatches between the two.
 //!
 //! With the schema's `eod_id`, a stream's documents are judged
-//! ([`crate::check`]'s documents kernel), and a document must not cross
+//! ([`mod@crate::check`]'s documents kernel), and a document must not cross
 //! units: [`TokenStreamSource::with_documents`] ends each unit right after
 //! the first end-of-document id at or past its nominal 4M-token mark,
 //! found by a search that reads only as far as that id.
 //!
 //! An object in storage is read by the same code through
-//! [`storage::Input`]: the header is one ranged read, each unit another
+//! `storage::Input`: the header is one ranged read, each unit another
 //! (its bytes are the unit's arrays, without a copy when aligned), so
 //! memory is the units in flight there too.
 
@@ -408,7 +408,7 @@ impl TokenStreamSource {
     }
 
     /// Cuts the units right after an `eod` id instead of every
-    /// [`UNIT_TOKENS`] tokens, so that no document crosses units: each unit
+    /// `UNIT_TOKENS` tokens, so that no document crosses units: each unit
     /// after the first starts at the first document that begins at or past
     /// its nominal start. A stretch without an EOD id stays in one unit
     /// (long, but read batch by batch, its pages released as it goes).

@@ -4,7 +4,7 @@
 //! Why a reader of its own: a shard's labels are `.cls` members, and the
 //! classic way a label reaches `cross_entropy` out of range is a sample
 //! grouped differently than its writer meant. So samples are formed exactly
-//! as `tar_file_iterator` + `group_by_keys` form them ([`names`]): members
+//! as `tar_file_iterator` + `group_by_keys` form them (`names`): members
 //! that are not regular files, metadata (`__*__`) and names without an
 //! extension are passed over; the key is the path up to the first dot of the
 //! base name, the suffix lower-cased; consecutive members with one key make
@@ -26,13 +26,13 @@
 //! samples dropped as `__bad__`.
 //!
 //! Reading: an uncompressed shard is read by position
-//! ([`crate::source::storage::PosReader`]); opening walks its headers only
+//! (`crate::source::storage::PosReader`); opening walks its headers only
 //! (seeking past data) to learn the columns, the samples and the unit
-//! boundaries (every [`UNIT_BYTES`] at a sample start), so units
+//! boundaries (every `UNIT_BYTES` at a sample start), so units
 //! read in parallel and only the asked columns' data is touched. A
 //! compressed shard (gzip, bzip2 or zstd, recognised by content, as
 //! `tarfile`'s `r|*` mode does) is one unit, streamed twice: once to list
-//! it, once to read it. A member read is at most [`MAX_MEMBER`] bytes.
+//! it, once to read it. A member read is at most `MAX_MEMBER` bytes.
 
 mod names;
 mod tarwalk;

@@ -5,7 +5,7 @@
 //! the old ones in place), which rows are deleted (deletion vectors,
 //! position and equality deletes) and the values of partition columns
 //! (stored in no data file). A local Delta table is read as its snapshot
-//! ([`delta`]); a table preflight cannot read that way (Iceberg, a Delta
+//! (`delta`); a table preflight cannot read that way (Iceberg, a Delta
 //! table in object storage) is an error naming it (exit 2), and none of its
 //! files is read. Log and metadata files are never taken for data.
 
