@@ -133,12 +133,14 @@ fuzz_target!(|data: &[u8]| {
 /// from the schema (MDS and LitData record theirs, and a dtype they do not
 /// record is an error before any sample is read: only their `bytes` get
 /// one), token streams cut their units at an end-of-document id, `.txt` is
-/// a YOLO label file, and COCO ids are also read mapped.
+/// a YOLO label file, COCO ids are also read mapped and COCO boxes judged
+/// against their images.
 fn hints(ext: &str) -> source::Hints {
     let yaml = "columns:
   raw: {kind: index, size: 65536, dtype: uint16, optional: true}
   tokens: {kind: index, size: 65536, dtype: uint16, eod_id: 50256, optional: true}
   category_id: {kind: class, num_classes: 91, coco_mapping: contiguous, optional: true}
+  bbox: {kind: box, format: xywh, optional: true}
 ";
     let schema = preflight::schema::Schema::from_yaml(yaml, "fuzz.yaml".as_ref()).expect("the fuzz schema is valid");
     let mut hints = source::Hints::from_schema(&schema);
