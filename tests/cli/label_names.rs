@@ -168,3 +168,43 @@ json.dump({"images": [{"id": 1}], "annotations": [{"id": 1, "image_id": 1, "cate
         out.stdout
     );
 }
+
+#[test]
+fn a_yolo_dataset_yamls_names_meet_id2label() {
+    let env = Env::new();
+    env.python(&format!(
+        "{WRITE}\n{}\n{}",
+        include_str!("../oracles/ultralytics_labels.py"),
+        r#"
+import yaml
+from PIL import Image
+for d, names in [("swapped", {0: "pos", 1: "neg"}), ("same", ["neg", "pos"])]:
+    os.makedirs(f"{d}/images/train", exist_ok=True)
+    os.makedirs(f"{d}/labels/train", exist_ok=True)
+    Image.new("RGB", (4, 4)).save(f"{d}/images/train/a.jpg")
+    open(f"{d}/labels/train/a.txt", "w").write("1 0.5 0.5 0.2 0.2\n")
+    yaml.safe_dump({"path": d, "train": "images/train", "val": "images/train", "names": names},
+                   open(f"{d}/data.yaml", "w"))
+json.dump({d: check_class_names(yaml.safe_load(open(f"{d}/data.yaml"))["names"]) for d in ["swapped", "same"]},
+          open("yolo.json", "w"))
+"#
+    ));
+    // ultralytics numbers the names as written.
+    let names = read_json(&env, "yolo.json");
+    assert_eq!(names["swapped"]["0"], "pos");
+    assert_eq!(names["same"]["0"], "neg");
+    env.write(
+        "y.yaml",
+        "dataset: {layout: yolo}\ncolumns:\n  class: {kind: class, num_classes: {hf_config: model, key: num_labels}}\n",
+    );
+    let report = env.check_json(&["-s", "y.yaml", "swapped/data.yaml"], 2);
+    let errors = messages(&report, "errors");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(
+        errors[0].starts_with("swapped/data.yaml: column `class`: class 0 is `pos` in its `names` but `neg`"),
+        "{}",
+        errors[0]
+    );
+    let report = env.check_json(&["-s", "y.yaml", "same/data.yaml"], 0);
+    assert!(report.get("warnings").is_none(), "{report:#}");
+}

@@ -19,6 +19,7 @@ use rayon::slice::ParallelSliceMut;
 use super::{hf_folders, tables, yolo};
 use crate::error::{Error, ReadError};
 use crate::schema::Layout;
+use crate::schema::labels::{Clash, compare};
 use crate::source::formats::ipc::datasets;
 use crate::source::read::Source;
 use crate::source::{Format, Hints};
@@ -129,6 +130,8 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
     // search has met its images (so the PATHs' order never matters), and
     // per PATH what is said when none of its searches yields a label.
     let mut pending: Vec<(yolo::Search, usize)> = Vec::new();
+    // A dataset YAML's `names` against the model's id2label.
+    let mut yolo_notes: Vec<(String, String)> = Vec::new();
     let mut groups: Vec<(String, &str)> = Vec::new();
     for (i, arg) in args.iter().enumerate() {
         found.arg = i;
@@ -145,6 +148,23 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
             match yolo::splits(arg) {
                 Err(message) => found.errors.push(Error::Discover { path: shown, message }),
                 Ok(splits) => {
+                    let class = hints.column(crate::source::formats::yolo::COLUMNS[0]);
+                    let model = class.and_then(|c| c.model_labels.as_ref());
+                    match model
+                        .zip(yolo::names(arg))
+                        .and_then(|(m, n)| compare(&n, "its `names`", m))
+                    {
+                        Some(Clash::Order(message)) => found.errors.push(Error::ColumnType {
+                            path: shown.clone(),
+                            column: crate::source::formats::yolo::COLUMNS[0].into(),
+                            message,
+                        }),
+                        Some(Clash::Absent(message)) => yolo_notes.push((
+                            shown.clone(),
+                            format!("column `{}`: {message}", crate::source::formats::yolo::COLUMNS[0]),
+                        )),
+                        None => {}
+                    }
                     groups.push((shown, "no label file for any image of its train/val/test splits"));
                     for split in splits {
                         match split.images {
@@ -257,6 +277,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
     } = found;
     let mut notes = hf.finish(&mut files, &mut errors);
     notes.extend(yolo.into_iter().flat_map(yolo::Labels::notes));
+    notes.extend(yolo_notes);
     let kept = keep_shard_sets(shards, columns);
     for (i, shown, message) in shards_only {
         if !kept.iter().any(|(arg, _)| *arg == i) {

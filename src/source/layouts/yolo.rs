@@ -323,6 +323,30 @@ pub fn splits(yaml: &Path) -> Result<Vec<Split>, String> {
     Ok(out)
 }
 
+/// The class names of an ultralytics dataset YAML (`names`: a list, or a
+/// mapping from index to name as `check_class_names` reads it), in index
+/// order; `None` without names.
+pub fn names(yaml: &Path) -> Option<Vec<Option<String>>> {
+    let text = std::fs::read_to_string(yaml).ok()?;
+    let data: serde_json::Value = serde_saphyr::from_str(&text).ok()?;
+    let name = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        other => Some(other.to_string()),
+    };
+    match data.get("names")? {
+        serde_json::Value::Array(list) => Some(list.iter().map(name).collect()),
+        serde_json::Value::Object(map) => {
+            let mut out = vec![None; map.len()];
+            for (k, v) in map {
+                *out.get_mut(k.trim().parse::<usize>().ok()?)? = name(v);
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 /// The images of an image list file, as `get_img_files` reads it.
 fn image_list(list: &Path) -> Result<Vec<PathBuf>, String> {
     let bytes = std::fs::read(list).map_err(|e| format!("{}: {e}", list.display()))?;
