@@ -71,7 +71,8 @@ pub use error::{Error, Result};
 pub use report::{Outcome, Partial, Report};
 pub use scan::ScanOptions;
 pub use schema::Schema;
-pub use source::layouts::tables::{TableAt, TableSnapshot};
+pub use source::format::TableAt;
+pub use source::layouts::tables::TableSnapshot;
 
 use report::ErrorEntry;
 

@@ -215,6 +215,17 @@ impl fmt::Debug for Format {
     }
 }
 
+/// Which snapshot of a lakehouse table a run reads (`--table-version`,
+/// `--as-of`; `TABLE@vN` for one PATH): the latest when none is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableAt {
+    /// That version.
+    Version(u64),
+    /// The latest version committed at or before this time (milliseconds
+    /// since the Unix epoch), as `deltalake`'s `load_as_version` picks it.
+    AsOf(i64),
+}
+
 /// What the schema tells readers about files whose bytes do not say it.
 /// Each format takes what it needs: a token stream its `dtype:` and
 /// `eod_id`, a COCO file its `coco_mapping:`, a YOLO file `num_classes` and
@@ -232,7 +243,7 @@ pub struct Hints {
     pub kpt_shape: Option<(usize, usize)>,
     /// Which snapshot of a lakehouse table to read (the run's
     /// `--table-version` or `--as-of`); the latest when `None`.
-    pub table_at: Option<crate::source::layouts::tables::TableAt>,
+    pub table_at: Option<TableAt>,
 }
 
 impl Hints {

@@ -14,16 +14,7 @@ mod view;
 
 use std::path::Path;
 
-/// Which snapshot of a table a run reads (`--table-version`, `--as-of`;
-/// `TABLE@vN` for one PATH): the latest when none is given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableAt {
-    /// That version.
-    Version(u64),
-    /// The latest version committed at or before this time (milliseconds
-    /// since the Unix epoch), as `deltalake`'s `load_as_version` picks it.
-    AsOf(i64),
-}
+pub use crate::source::format::TableAt;
 
 /// A table a run read as one snapshot, as the report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
