@@ -101,12 +101,21 @@ pub(crate) fn scan_cached_stats(
 
 /// The folder of a check's identity.
 fn check_key(validator: &Validator, opts: &ScanOptions) -> String {
+    // The model's label names judge files too, and the resolved schema
+    // does not show them.
+    let labels: Vec<String> = validator
+        .schema()
+        .columns
+        .iter()
+        .map(|c| format!("{:?}", c.model_labels))
+        .collect();
     let identity = format!(
-        "{}\n{}\n{}\n{}",
+        "{}\n{}\n{}\n{}\n{}",
         env!("CARGO_PKG_VERSION"),
         validator.max_examples(),
         opts.full_scan,
-        validator.schema().to_resolved_yaml()
+        validator.schema().to_resolved_yaml(),
+        labels.join("\n")
     );
     format!("{:032x}", XxHash3_128::oneshot(identity.as_bytes()))
 }
@@ -263,5 +272,23 @@ mod tests {
         assert_eq!(s, CacheStats { hits: 0, misses: 3 });
         let (_, s) = run(dir.path(), &cache, SCHEMA);
         assert_eq!(s, CacheStats { hits: 3, misses: 0 });
+    }
+
+    #[test]
+    fn the_models_label_names_are_part_of_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::fs::create_dir(dir.path().join("model")).unwrap();
+        std::fs::write(dir.path().join("data/a.csv"), "label\n0\n1\n").unwrap();
+        let config = |names: &str| std::fs::write(dir.path().join("model/config.json"), names).unwrap();
+        let cache = dir.path().join("cache");
+        let schema = "version: 1\ncolumns:\n  label: {kind: class, num_classes: {hf_config: model, key: num_labels}}\n";
+        config(r#"{"id2label": {"0": "neg", "1": "pos"}}"#);
+        assert_eq!(run(dir.path(), &cache, schema).1, CacheStats { hits: 0, misses: 1 });
+        assert_eq!(run(dir.path(), &cache, schema).1, CacheStats { hits: 1, misses: 0 });
+        // The same count in another order: the resolved schema is the same,
+        // the check is not.
+        config(r#"{"id2label": {"0": "pos", "1": "neg"}}"#);
+        assert_eq!(run(dir.path(), &cache, schema).1, CacheStats { hits: 0, misses: 1 });
     }
 }
