@@ -367,7 +367,7 @@ impl Validator {
             };
             let mut result = if shaped.get(ci) == Some(&true) {
                 Ok(())
-            } else if let ValueRule::Box { format } = col.spec.values {
+            } else if let ValueRule::Box { format, .. } = col.spec.values {
                 boxes::check_boxes(col, format, array.as_ref(), at, tally)
             } else {
                 leaf::check_values(

@@ -335,10 +335,10 @@ pub fn describe_bound(schema: &Schema, col: usize, rule: Rule) -> String {
                 (None, Some(hi)) => format!("finite, v <= {hi}"),
                 (None, None) => "finite".to_string(),
             },
-            ValueRule::Box { format } => box_bound(*format),
+            ValueRule::Box { format, .. } => box_bound(*format),
         },
         Rule::Box => match &spec.values {
-            ValueRule::Box { format } => box_bound(*format),
+            ValueRule::Box { format, .. } => box_bound(*format),
             _ => String::new(),
         },
         Rule::Null => "no nulls (set nullable: true to allow them)".to_string(),

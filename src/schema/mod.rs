@@ -215,6 +215,10 @@ pub enum ValueRule {
     Box {
         /// How the four numbers are written.
         format: BoxFormat,
+        /// The folder COCO's `file_name`s are relative to (`images:`,
+        /// resolved against the schema's folder): an image without a size
+        /// in `images[]` has its file's read.
+        images: Option<PathBuf>,
     },
 }
 
@@ -637,7 +641,7 @@ fn validate_column(
         RawKind::Box => "box",
     };
     // Keys that belong to another kind are as wrong as unknown keys.
-    let present: [(&str, bool, &[RawKind]); 9] = [
+    let present: [(&str, bool, &[RawKind]); 10] = [
         ("num_classes", col.num_classes.is_some(), &[RawKind::Class]),
         ("tokenizer_size", col.tokenizer_size.is_some(), &[RawKind::Index]),
         ("ignore_index", col.ignore_index.is_some(), &[RawKind::Class]),
@@ -647,6 +651,7 @@ fn validate_column(
         ("allowed", col.allowed.is_some(), &[RawKind::Values]),
         ("min", col.min.is_some() || col.max.is_some(), &[RawKind::Range]),
         ("format", col.format.is_some(), &[RawKind::Box]),
+        ("images", col.images.is_some(), &[RawKind::Box]),
     ];
     for (key, is_set, kinds) in present {
         if is_set && !kinds.contains(&col.kind) {
@@ -834,7 +839,8 @@ fn validate_column(
                         )
                     })?,
             };
-            ValueRule::Box { format }
+            let images = col.images.as_ref().map(|d| base.join(d));
+            ValueRule::Box { format, images }
         }
     };
 
@@ -1192,8 +1198,11 @@ impl Schema {
                     all.extend(strings.iter().map(|s| q(s)));
                     let _ = writeln!(out, "    kind: values\n    allowed: [{}]", all.join(", "));
                 }
-                ValueRule::Box { format } => {
+                ValueRule::Box { format, images } => {
                     let _ = writeln!(out, "    kind: box\n    format: {}", format.name());
+                    if let Some(d) = images {
+                        let _ = writeln!(out, "    images: {}", q(&d.to_string_lossy()));
+                    }
                 }
                 ValueRule::Range { min, max } => {
                     out.push_str("    kind: range\n");

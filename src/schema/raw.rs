@@ -114,6 +114,8 @@ pub(crate) struct RawColumn {
     pub max: Option<Bound>,
     /// box: how its four numbers are written: xywh (COCO), xyxy (torchvision's targets, Pascal VOC) or cxcywh.
     pub format: Option<String>,
+    /// box: the folder a COCO file's images[].file_name are relative to (sizes of images that lack them).
+    pub images: Option<String>,
     /// List columns: at most this many elements per row (per document with eod_id).
     pub max_length: Option<Bound>,
     /// List columns: at least this many elements per row (per document with eod_id).

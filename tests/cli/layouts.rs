@@ -1880,3 +1880,47 @@ json.dump({{p: zero_area_rows(read_labels(p)) for p in ['labels/a.txt', 'labels/
     };
     assert_eq!(notes, vec![note("labels/a.txt", 2, 2), note("labels/b.txt", 2, 1)]);
 }
+
+#[test]
+fn coco_images_without_sizes_are_measured_from_their_files() {
+    // `images[]` without width/height (as some exporters write it): with the
+    // box rule's `images:` folder, each image's size is its file's (as
+    // Pillow reads it); a missing file leaves its boxes not compared.
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+os.makedirs("imgs", exist_ok=True)
+Image.new("RGB", (100, 50)).save("imgs/a.jpg")
+Image.new("L", (30, 40)).save("imgs/b.png")
+images = [{"id": 1, "file_name": "a.jpg"}, {"id": 2, "file_name": "b.png"}, {"id": 3, "file_name": "gone.jpg"}]
+anns = [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [10, 10, 80, 30]},
+        {"id": 2, "image_id": 1, "category_id": 1, "bbox": [90, 10, 20, 30]},
+        {"id": 3, "image_id": 2, "category_id": 1, "bbox": [0, 0, 30, 40]},
+        {"id": 4, "image_id": 2, "category_id": 1, "bbox": [0, 0, 30, 41]},
+        {"id": 5, "image_id": 3, "category_id": 1, "bbox": [0, 0, 5, 5]}]
+json.dump({"images": images, "annotations": anns, "categories": [{"id": 1, "name": "a"}]}, open("c.json", "w"))
+assert [Image.open(f"imgs/{f}").size for f in ("a.jpg", "b.png")] == [(100, 50), (30, 40)]
+"#,
+    );
+    env.write("s.yaml", "columns:\n  bbox: {kind: box, format: xywh, images: imgs}\n");
+    let report = env.check_json(&["-s", "s.yaml", "c.json"], 0);
+    let w = warnings(&report);
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(
+        w[0].starts_with(
+            "c.json: 2 bbox(es) reach past their image's edges (first: annotations[1], xywh [90.0, 10.0, 20.0, 30.0] in a 100x50 image)"
+        ),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[0].contains("; 1 bbox(es) belong to images without a numeric `width` and `height` in `images` and whose file under imgs cannot be read"),
+        "{}",
+        w[0]
+    );
+    // Without the folder, none is compared, and the warning says how.
+    env.write("n.yaml", "columns:\n  bbox: {kind: box, format: xywh}\n");
+    let w = warnings(&env.check_json(&["-s", "n.yaml", "c.json"], 0));
+    assert!(w[0].contains("5 bbox(es) belong to images without a numeric `width` and `height` in `images` (set the box rule's `images:` to the image folder to read their sizes)"), "{w:#?}");
+}

@@ -55,8 +55,11 @@ pub const FORMAT: Format = Format::new(
     "coco",
     |n, _| n.ext == Some("json"),
     |path, o| {
-        let boxes = o.hints.column(BBOX).and_then(|c| match c.values {
-            ValueRule::Box { format } => Some(format),
+        let boxes = o.hints.column(BBOX).and_then(|c| match &c.values {
+            ValueRule::Box { format, images } => Some(Boxes {
+                format: *format,
+                images: images.clone(),
+            }),
             _ => None,
         });
         Ok(Box::new(CocoSource::open_with(
@@ -70,6 +73,25 @@ pub const FORMAT: Format = Format::new(
 
 /// The annotation key of an object's box (`[x, y, width, height]` in pixels).
 const BBOX: &str = "bbox";
+
+/// The schema's box rule on `bbox`: how boxes are written, and where the
+/// images are whose `images[]` entry gives no size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Boxes {
+    /// The rule's `format`.
+    pub format: BoxFormat,
+    /// The rule's `images:` folder.
+    pub images: Option<std::path::PathBuf>,
+}
+
+/// What the pre-pass keeps of an image: its size, or where its file is.
+#[derive(Debug, Clone, PartialEq)]
+struct Image {
+    /// (width, height), when `images[]` gives both as numbers.
+    size: Option<(f64, f64)>,
+    /// `file_name`, kept only when the size is not given.
+    file: Option<String>,
+}
 
 /// Bytes looked at to decide whether a `.json` found in a search is COCO.
 const SNIFF_BYTES: usize = 64 << 10;
@@ -280,9 +302,8 @@ const INDEXED: [&str; 3] = ["id", "image_id", CATEGORY_ID];
 struct Outline {
     keys: Keys,
     annotations: Option<u64>,
-    /// The ids of `images`, when present, with each image's width and
-    /// height where it gives both as numbers.
-    images: Option<HashMap<Key, Option<(f64, f64)>>>,
+    /// The ids of `images`, when present, with what is kept of each.
+    images: Option<HashMap<Key, Image>>,
     categories: Option<Vec<Category>>,
     /// What every annotation names.
     refs: Vec<Ref>,
@@ -324,7 +345,7 @@ impl CocoSource {
     pub fn open_with(
         path: &Path,
         mapping: &dyn Fn(&str) -> Option<CocoMapping>,
-        boxes: Option<BoxFormat>,
+        boxes: Option<Boxes>,
     ) -> Result<Self, ReadError> {
         let bytes = whole_file(path)?;
         if bytes.starts_with(b"\xEF\xBB\xBF") {
@@ -411,8 +432,8 @@ impl CocoSource {
             }
         }
         let mut notes = Vec::new();
-        if let Some(format) = boxes {
-            notes.extend(outside_images(&outline.refs, &images, &orphans, format));
+        if let Some(boxes) = &boxes {
+            notes.extend(outside_images(&outline.refs, &images, &orphans, boxes));
         }
         if let Some(&first) = orphans.first() {
             notes.push(format!(
@@ -460,13 +481,11 @@ impl CocoSource {
 
 /// A note on the boxes that reach past their image's edges, and on those
 /// whose image gives no size (never compared), if any.
-fn outside_images(
-    refs: &[Ref],
-    images: &HashMap<Key, Option<(f64, f64)>>,
-    orphans: &[u64],
-    format: BoxFormat,
-) -> Option<String> {
+fn outside_images(refs: &[Ref], images: &HashMap<Key, Image>, orphans: &[u64], boxes: &Boxes) -> Option<String> {
+    let format = boxes.format;
     let (mut outside, mut first, mut unsized_) = (0u64, None, 0u64);
+    // Sizes read from the image files (`images:`), each file once.
+    let mut read: HashMap<&str, Option<(f64, f64)>> = HashMap::new();
     for (row, r) in refs.iter().enumerate() {
         let (Some(b), Some(image)) = (r.bbox, r.image.as_ref()) else {
             continue;
@@ -474,8 +493,16 @@ fn outside_images(
         if orphans.binary_search(&(row as u64)).is_ok() {
             continue;
         }
-        let Some(size) = images.get(image) else { continue };
-        let Some((w, h)) = *size else {
+        let Some(info) = images.get(image) else { continue };
+        let size = info.size.or_else(|| {
+            let (dir, file) = (boxes.images.as_ref()?, info.file.as_deref()?);
+            *read.entry(file).or_insert_with(|| {
+                crate::source::formats::image::header::size_of_file(&dir.join(file))
+                    .ok()
+                    .map(|(w, h)| (w as f64, h as f64))
+            })
+        });
+        let Some((w, h)) = size else {
             unsized_ += 1;
             continue;
         };
@@ -505,8 +532,15 @@ fn outside_images(
         ));
     }
     if unsized_ > 0 {
+        let how = match &boxes.images {
+            Some(dir) => format!(
+                " and whose file under {} cannot be read (or `file_name` is missing)",
+                dir.display()
+            ),
+            None => " (set the box rule's `images:` to the image folder to read their sizes)".into(),
+        };
         says.push(format!(
-            "{unsized_} bbox(es) belong to images without a numeric `width` and `height` in `images`: not compared with their image"
+            "{unsized_} bbox(es) belong to images without a numeric `width` and `height` in `images`{how}: not compared with their image"
         ));
     }
     (!says.is_empty()).then(|| says.join("; "))
@@ -615,14 +649,14 @@ impl<'de> Visitor<'de> for OutlineSeed<'_> {
 struct ImagesOutline;
 
 impl<'de> DeserializeSeed<'de> for ImagesOutline {
-    type Value = HashMap<Key, Option<(f64, f64)>>;
+    type Value = HashMap<Key, Image>;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for ImagesOutline {
-    type Value = HashMap<Key, Option<(f64, f64)>>;
+    type Value = HashMap<Key, Image>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("`images` as a list of image objects (pycocotools raises TypeError on anything else)")
     }
@@ -637,10 +671,10 @@ impl<'de> Visitor<'de> for ImagesOutline {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut ids = HashMap::new();
         let mut i = 0u64;
-        while let Some((id, size)) = seq.next_element_seed(ImageId(i))? {
+        while let Some((id, image)) = seq.next_element_seed(ImageId(i))? {
             if let Some(k) = Key::of(&id) {
                 // pycocotools' imgs[id] = img: a repeated id keeps the last.
-                ids.insert(k, size);
+                ids.insert(k, image);
             }
             i += 1;
         }
@@ -649,35 +683,41 @@ impl<'de> Visitor<'de> for ImagesOutline {
 }
 
 /// The `id` of `images[i]`, and its `width` and `height` when both are
-/// numbers (other values skipped; a repeated key keeps its last value).
+/// numbers, else its `file_name` (other values skipped; a repeated key
+/// keeps its last value).
 struct ImageId(u64);
 
 impl<'de> DeserializeSeed<'de> for ImageId {
-    type Value = (Value, Option<(f64, f64)>);
+    type Value = (Value, Image);
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for ImageId {
-    type Value = (Value, Option<(f64, f64)>);
+    type Value = (Value, Image);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "images[{}] as an object (pycocotools raises TypeError)", self.0)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (mut id, mut width, mut height) = (None, None, None);
+        let (mut id, mut width, mut height, mut file) = (None, None, None, None);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
                 "id" => id = Some(map.next_value::<Value>()?),
                 "width" => width = map.next_value::<Value>()?.as_f64(),
                 "height" => height = map.next_value::<Value>()?.as_f64(),
+                "file_name" => file = map.next_value::<Value>()?.as_str().map(str::to_string),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
         match id {
-            Some(id) if hashable(&id) => Ok((id, width.zip(height))),
+            Some(id) if hashable(&id) => {
+                let size = width.zip(height);
+                let file = if size.is_some() { None } else { file };
+                Ok((id, Image { size, file }))
+            }
             Some(id) => Err(de::Error::custom(format!(
                 "images[{}]: `id` is {}: pycocotools raises TypeError (unhashable)",
                 self.0,
