@@ -83,8 +83,30 @@ fn datasets_class_labels_in_another_order_than_id2label_are_errors() {
         "{}",
         warnings[0]
     );
-    // The files are still checked: label 2 of more.parquet is past the head.
+    // The files are still checked (every label of these files is a class).
     assert_eq!(hits(&report, "label", "class").0, 0);
+    assert_eq!(report["rows"], 9);
+    // The same report at any thread count, and merged from one partial per file.
+    let full = |jobs: &str| {
+        env.run(&["check", "-s", "s.yaml", "d", "--format", "json", "--jobs", jobs])
+            .stdout
+    };
+    let one = full("1");
+    assert_eq!(full("2"), one);
+    for f in ["same", "swapped", "more"] {
+        let r = env.run(&[
+            "check",
+            "-s",
+            "s.yaml",
+            &format!("d/{f}.parquet"),
+            "--format",
+            "json",
+            "--partial",
+        ]);
+        env.write(&format!("{f}.json"), &r.stdout);
+    }
+    let merged = env.run(&["merge", "more.json", "swapped.json", "same.json", "--format", "json"]);
+    assert_eq!(merged.stdout, one);
     // The same from the Arrow files of `save_to_disk`.
     let report = env.check_json(&["-s", "s.yaml", "disk"], 2);
     let errors = messages(&report, "errors");
