@@ -395,7 +395,11 @@ fn bind(validator: &Validator, file: &DataFile, source: Box<dyn Source>) -> (Opt
     for (ci, spec) in validator.schema().columns.iter().enumerate() {
         match names.iter().position(|n| *n == spec.name) {
             Some(i) => {
-                let labels = spec.model_labels.as_ref().zip(source.label_names(i));
+                // Only a column the model names: reading a file's names may parse metadata.
+                let labels = spec
+                    .model_labels
+                    .as_ref()
+                    .and_then(|m| source.label_names(i).map(|names| (m, names)));
                 match labels.and_then(|(model, (data, from))| compare(&data, &from, model)) {
                     Some(Clash::Order(message)) => errors.push(Error::ColumnType {
                         path: file.display.clone(),

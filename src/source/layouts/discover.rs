@@ -150,10 +150,7 @@ pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
                 Ok(splits) => {
                     let class = hints.column(crate::source::formats::yolo::COLUMNS[0]);
                     let model = class.and_then(|c| c.model_labels.as_ref());
-                    match model
-                        .zip(yolo::names(arg))
-                        .and_then(|(m, n)| compare(&n, "its `names`", m))
-                    {
+                    match model.and_then(|m| compare(&yolo::names(arg)?, "its `names`", m)) {
                         Some(Clash::Order(message)) => found.errors.push(Error::ColumnType {
                             path: shown.clone(),
                             column: crate::source::formats::yolo::COLUMNS[0].into(),
