@@ -13,7 +13,7 @@
 
 use std::ops::Range;
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef, AsArray, GenericListArray, OffsetSizeTrait};
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::{DataType, Float64Type};
 
@@ -75,41 +75,31 @@ fn is_list(t: &DataType) -> bool {
 }
 
 /// A list array as its rows' spans in its child: row i's elements are
-/// `child[starts[i]..ends[i]]`.
+/// `child[spans[i]]`.
 struct Lists {
     nulls: Option<NullBuffer>,
-    starts: Vec<usize>,
-    ends: Vec<usize>,
+    spans: Vec<Range<usize>>,
     child: ArrayRef,
 }
 
 impl Lists {
     fn of(array: &dyn Array) -> Result<Lists, String> {
-        let (starts, ends, child): (Vec<usize>, Vec<usize>, ArrayRef) = match array.data_type() {
-            DataType::List(_) => {
-                let a = array.as_list::<i32>();
-                let o = a.value_offsets();
-                (
-                    o[..o.len() - 1].iter().map(|&v| v as usize).collect(),
-                    o[1..].iter().map(|&v| v as usize).collect(),
-                    a.values().clone(),
-                )
-            }
-            DataType::LargeList(_) => {
-                let a = array.as_list::<i64>();
-                let o = a.value_offsets();
-                (
-                    o[..o.len() - 1].iter().map(|&v| v as usize).collect(),
-                    o[1..].iter().map(|&v| v as usize).collect(),
-                    a.values().clone(),
-                )
-            }
+        fn offsets<O: OffsetSizeTrait>(a: &GenericListArray<O>) -> (Vec<Range<usize>>, ArrayRef) {
+            let o = a.value_offsets();
+            let spans = o.windows(2).map(|w| w[0].as_usize()..w[1].as_usize()).collect();
+            (spans, a.values().clone())
+        }
+        let (spans, child) = match array.data_type() {
+            DataType::List(_) => offsets(array.as_list::<i32>()),
+            DataType::LargeList(_) => offsets(array.as_list::<i64>()),
             DataType::FixedSizeList(_, size) => {
                 let a = array.as_fixed_size_list();
                 let size = usize::try_from(*size).map_err(|_| "has a negative list size".to_string())?;
-                let starts: Vec<usize> = (0..a.len()).map(|i| a.value_offset_at(i)).collect();
-                let ends = starts.iter().map(|s| s + size).collect();
-                (starts, ends, a.values().clone())
+                let spans = (0..a.len())
+                    .map(|i| a.value_offset_at(i))
+                    .map(|s| s..s + size)
+                    .collect();
+                (spans, a.values().clone())
             }
             t => {
                 return Err(format!(
@@ -120,14 +110,13 @@ impl Lists {
         };
         Ok(Lists {
             nulls: array.logical_nulls(),
-            starts,
-            ends,
+            spans,
             child,
         })
     }
 
     fn len(&self) -> usize {
-        self.starts.len()
+        self.spans.len()
     }
 
     /// Row i's element positions in the child, `None` for a null row.
@@ -135,7 +124,7 @@ impl Lists {
         if self.nulls.as_ref().is_some_and(|n| n.is_null(i)) {
             return None;
         }
-        Some(self.starts[i]..self.ends[i])
+        Some(self.spans[i].clone())
     }
 }
 
