@@ -115,20 +115,34 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
 }
 
 /// [`check_partial`] with a schema made elsewhere (`check --model` derives
-/// one from the model): `plan.schema` only names it in messages.
+/// one from the model): `plan.schema` only names it in messages. A schema
+/// with `dataset.splits` (and no PATHs given) checks each split as a run
+/// of its own; their partials merge, each split's class counts kept apart.
 pub fn check_schema_partial(plan: &Plan, schema: Schema) -> Result<(Validator, Partial), Report> {
-    let Prepared {
-        validator,
+    let (validator, runs) = with_paths(plan, schema)?;
+    let mut partial = validator.partial();
+    for run in runs {
+        let checked = check_paths(plan, &validator, &run.paths);
+        partial.merge(match &run.split {
+            Some(name) => checked.into_split(name),
+            None => checked,
+        });
+    }
+    Ok((validator, partial))
+}
+
+/// Finds the files `paths` name and checks them.
+fn check_paths(plan: &Plan, validator: &Validator, paths: &[PathBuf]) -> Partial {
+    let Found {
         mut files,
         errors: discover_errors,
         notes,
-        paths,
         tables,
-    } = prepare_schema(plan, schema)?;
+    } = find(plan, validator, paths);
     // Masks paired with images: images without a mask join the files.
     let mut opts = plan.scan.clone();
     let mut pair_errors = Vec::new();
-    if let Some(mut pairing) = pairing::Pairing::build(&validator, &files, &paths, true) {
+    if let Some(mut pairing) = pairing::Pairing::build(validator, &files, paths, true) {
         files.extend(pairing.orphan_files());
         files.sort_by(|a, b| a.display.cmp(&b.display));
         files.dedup_by(|a, b| a.display == b.display);
@@ -137,15 +151,15 @@ pub fn check_schema_partial(plan: &Plan, schema: Schema) -> Result<(Validator, P
     }
     let mut partial = match &opts.cache {
         // Spilled violations need every file read: the cache does not apply.
-        Some(dir) if opts.violations.is_none() => cache::scan_cached(&validator, &files, &opts, dir),
-        _ => scan::scan(&validator, &files, &opts),
+        Some(dir) if opts.violations.is_none() => cache::scan_cached(validator, &files, &opts, dir),
+        _ => scan::scan(validator, &files, &opts),
     };
     // Errors of paths that matched nothing join the scan's, in file order.
     partial.add_errors(discover_errors);
     partial.add_errors(pair_errors);
     partial.add_notes(notes);
     partial.add_tables(tables);
-    Ok((validator, partial))
+    partial
 }
 
 /// The units of work of a check, for an engine to spread over workers
@@ -153,19 +167,24 @@ pub fn check_schema_partial(plan: &Plan, schema: Schema) -> Result<(Validator, P
 /// schema's `dataset.files`), with the compiled schema.
 pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
     let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
-    let (validator, paths) = with_paths(plan, schema)?;
+    let (validator, runs) = with_paths(plan, schema)?;
     let hints = source::Hints {
         table_at: plan.table_at,
         ..source::Hints::from_schema(validator.schema())
     };
-    let mut units = plan_paths(&paths, split_bytes, &hints);
-    // A mask's pair_with folder is found from the PATH it came from.
-    if validator.schema().columns.iter().any(|c| c.pair_with().is_some()) {
+    let mut all = Vec::new();
+    for run in runs {
+        let mut units = plan_paths(&run.paths, split_bytes, &hints);
         for u in &mut units {
-            u.root = pairing::root_of(&u.path, &paths);
+            // A mask's pair_with folder is found from the PATH it came from.
+            if validator.schema().columns.iter().any(|c| c.pair_with().is_some()) {
+                u.root = pairing::root_of(&u.path, &run.paths);
+            }
+            u.split = run.split.clone();
         }
+        all.extend(units);
     }
-    Ok((validator, units))
+    Ok((validator, all))
 }
 
 /// The units of work for `paths`: each file, and each unit of files of at
@@ -189,40 +208,31 @@ pub fn plan_paths(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) ->
         error: Some(e.message()),
         class: None,
         root: None,
+        split: None,
     }));
     units
 }
 
-/// A plan made ready to scan: the schema compiled and the files found.
-pub(crate) struct Prepared {
-    pub validator: Validator,
-    /// The files the PATHs name, in report order.
-    pub files: Vec<source::layouts::discover::DataFile>,
+/// What a run's PATHs name.
+struct Found {
+    /// The files, in report order.
+    files: Vec<source::layouts::discover::DataFile>,
     /// Errors of PATHs that matched nothing or could not be listed.
-    pub errors: Vec<ErrorEntry>,
+    errors: Vec<ErrorEntry>,
     /// The layout's warnings (an image folder's hidden class), as notes on
     /// the folder.
-    pub notes: Vec<ErrorEntry>,
-    /// The PATHs themselves (the plan's, or the schema's `dataset.files`).
-    pub paths: Vec<PathBuf>,
+    notes: Vec<ErrorEntry>,
     /// The lakehouse tables read, each as one snapshot.
-    pub tables: Vec<TableSnapshot>,
+    tables: Vec<TableSnapshot>,
 }
 
-/// Compiles the plan's schema and finds the files its PATHs name.
-pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
-    let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
-    prepare_schema(plan, schema)
-}
-
-/// [`prepare`] with the schema compiled already.
-fn prepare_schema(plan: &Plan, schema: Schema) -> Result<Prepared, Report> {
-    let (validator, paths) = with_paths(plan, schema)?;
+/// Finds the files `paths` name, as the validator's schema reads them.
+fn find(plan: &Plan, validator: &Validator, paths: &[PathBuf]) -> Found {
     let hints = source::Hints {
         table_at: plan.table_at,
         ..source::Hints::from_schema(validator.schema())
     };
-    let found = source::layouts::discover::discover(&paths, &hints);
+    let found = source::layouts::discover::discover(paths, &hints);
     let notes = found
         .notes
         .into_iter()
@@ -232,34 +242,87 @@ fn prepare_schema(plan: &Plan, schema: Schema) -> Result<Prepared, Report> {
             unit: 0,
         })
         .collect();
-    Ok(Prepared {
-        validator,
+    Found {
         files: found.files,
         errors: found.errors.iter().map(ErrorEntry::from).collect(),
         notes,
-        paths,
         tables: found.tables,
+    }
+}
+
+/// A plan made ready to scan without splits (`filter`): the schema
+/// compiled and the files found.
+pub(crate) struct Prepared {
+    pub validator: Validator,
+    /// The files the PATHs name, in report order.
+    pub files: Vec<source::layouts::discover::DataFile>,
+    /// Errors of PATHs that matched nothing or could not be listed.
+    pub errors: Vec<ErrorEntry>,
+}
+
+/// Compiles the plan's schema and finds the files its PATHs name, every
+/// split's together (as one run: no class counts).
+pub(crate) fn prepare(plan: &Plan) -> Result<Prepared, Report> {
+    let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
+    let (validator, runs) = with_paths(plan, schema)?;
+    let paths: Vec<PathBuf> = runs.into_iter().flat_map(|r| r.paths).collect();
+    let schema = Schema {
+        splits: Vec::new(),
+        ..validator.schema().clone()
+    };
+    let validator = Validator::new(schema, plan.max_examples);
+    let found = find(plan, &validator, &paths);
+    Ok(Prepared {
+        validator,
+        files: found.files,
+        errors: found.errors,
     })
 }
 
-/// The schema compiled, and the paths to check: the plan's, or the
-/// schema's `dataset.files`.
-fn with_paths(plan: &Plan, schema: Schema) -> Result<(Validator, Vec<PathBuf>), Report> {
-    let paths: Vec<PathBuf> = if plan.paths.is_empty() {
-        let base = schema.base_dir();
-        // A URL is not relative to the schema's folder.
-        schema
-            .files
+/// The paths of one run: a split's, or all of them.
+struct Run {
+    /// The split's name (`dataset.splits`), if the run is one.
+    split: Option<String>,
+    paths: Vec<PathBuf>,
+}
+
+/// The schema compiled, and the runs to check: the plan's paths, or the
+/// schema's `dataset.files`, or one run per split of `dataset.splits`.
+/// PATHs on the command line replace the schema's data, splits included.
+fn with_paths(plan: &Plan, mut schema: Schema) -> Result<(Validator, Vec<Run>), Report> {
+    let base = schema.base_dir();
+    // A URL is not relative to the schema's folder.
+    let resolve = |files: &[String]| -> Vec<PathBuf> {
+        files
             .iter()
             .map(|f| match source::storage::remote::is_url(Path::new(f)) {
                 true => PathBuf::from(f),
                 false => base.join(f),
             })
             .collect()
-    } else {
-        plan.paths.clone()
     };
-    if paths.is_empty() {
+    let runs: Vec<Run> = if !plan.paths.is_empty() {
+        schema.splits.clear();
+        vec![Run {
+            split: None,
+            paths: plan.paths.clone(),
+        }]
+    } else if !schema.splits.is_empty() {
+        schema
+            .splits
+            .iter()
+            .map(|s| Run {
+                split: Some(s.name.clone()),
+                paths: resolve(&s.files),
+            })
+            .collect()
+    } else {
+        vec![Run {
+            split: None,
+            paths: resolve(&schema.files),
+        }]
+    };
+    if runs.iter().all(|r| r.paths.is_empty()) {
         let e = Error::Schema {
             file: plan.schema.clone(),
             key: Some("dataset.files".into()),
@@ -267,5 +330,5 @@ fn with_paths(plan: &Plan, schema: Schema) -> Result<(Validator, Vec<PathBuf>), 
         };
         return Err(Report::failed(vec![ErrorEntry::from(&e)]));
     }
-    Ok((Validator::new(schema, plan.max_examples), paths))
+    Ok((Validator::new(schema, plan.max_examples), runs))
 }

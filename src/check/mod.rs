@@ -12,6 +12,7 @@
 
 mod band;
 mod boxes;
+pub mod classes;
 mod documents;
 mod leaf;
 mod list;
@@ -240,6 +241,9 @@ pub struct Validator {
     columns: Vec<ColumnCheck>,
     plan: Vec<(usize, Rule)>,
     max_examples: usize,
+    /// Per schema column, how many classes it counts (0: not counted);
+    /// see [`Validator::counts_classes`].
+    counted: Vec<usize>,
 }
 
 impl Validator {
@@ -274,12 +278,34 @@ impl Validator {
             };
             columns.push(ColumnCheck::new(spec.clone(), slots));
         }
+        // A run with splits reports each class column's histogram; mask
+        // pixels are judged apart from the kernels and are not counted.
+        let counted = schema
+            .columns
+            .iter()
+            .map(|c| match classes::Classes::of(&c.values) {
+                Some(k) if !schema.splits.is_empty() && !c.is_pixels() => k.len(),
+                _ => 0,
+            })
+            .collect();
         Validator {
             schema,
             columns,
             plan,
             max_examples,
+            counted,
         }
+    }
+
+    /// Whether schema column `ci`'s classes are counted (its schema names
+    /// splits): every value is then read, never proven by statistics.
+    pub fn counts_classes(&self, ci: usize) -> bool {
+        self.counted_classes(ci) > 0
+    }
+
+    /// How many classes schema column `ci` counts (0: none).
+    pub fn counted_classes(&self, ci: usize) -> usize {
+        self.counted.get(ci).copied().unwrap_or(0)
     }
 
     /// The schema this validator checks.
@@ -328,7 +354,11 @@ impl Validator {
 
     /// An empty tally to check into.
     pub fn tally(&self) -> Tally {
-        Tally::new(self.plan.len(), self.max_examples)
+        let mut t = Tally::new(self.plan.len(), self.max_examples);
+        if self.counted.iter().any(|&n| n > 0) {
+            t.classes = self.counted.iter().map(|&n| vec![0; n]).collect();
+        }
+        t
     }
 
     /// Checks one batch whose first row is `first_row` of file number `file`.
@@ -379,6 +409,13 @@ impl Validator {
                     tally,
                 )
             };
+            if result.is_ok()
+                && shaped.get(ci) != Some(&true)
+                && let Some(counts) = tally.classes.get_mut(ci).filter(|c| !c.is_empty())
+                && let Some(k) = classes::Classes::of(&col.spec.values)
+            {
+                classes::count(&k, array.as_ref(), counts);
+            }
             if result.is_ok()
                 && shaped.get(ci) != Some(&true)
                 && let Some(slot) = col.slots.tokenizer_size
@@ -469,6 +506,9 @@ impl Validator {
     /// so its values need not be decoded. Length rules always need data.
     pub fn proven_by(&self, ci: usize, stats: &UnitStats) -> bool {
         let col = &self.columns[ci];
+        if self.counts_classes(ci) {
+            return false;
+        }
         // Length rules need the data, its own or a column comparing with it.
         if col.spec.has_length_rules()
             || col.spec.eod_id.is_some()
@@ -486,6 +526,7 @@ impl Validator {
         let col = &self.columns[ci];
         let spec = &col.spec;
         let plain = !col.tracks_min()
+            && !self.counts_classes(ci)
             && spec.tokenizer_size.is_none()
             && spec.eod_id.is_none()
             && spec.pad_id.is_none()
@@ -497,7 +538,10 @@ impl Validator {
     /// so that its row shapes (nulls and lengths, not values) finish the
     /// check. A `pad_id` makes lengths depend on values.
     pub fn shape_suffices(&self, ci: usize, stats: &UnitStats) -> bool {
-        stats.repeated && self.columns[ci].spec.pad_id.is_none() && self.values_proven(ci, stats)
+        !self.counts_classes(ci)
+            && stats.repeated
+            && self.columns[ci].spec.pad_id.is_none()
+            && self.values_proven(ci, stats)
     }
 
     /// Whether statistics prove every value rule of column `ci` in a unit.

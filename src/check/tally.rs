@@ -317,6 +317,9 @@ pub struct Tally {
     /// The documents open in the unit being checked (`eod_id` columns of a
     /// source whose units hold whole documents); never merged.
     pub(crate) docs: Option<Box<super::Documents>>,
+    /// Per schema column, how often each class occurred (a run with
+    /// splits counts its class columns); empty for a column not counted.
+    pub classes: Vec<Vec<u64>>,
 }
 
 impl Tally {
@@ -328,7 +331,13 @@ impl Tally {
             max_examples,
             log: None,
             docs: None,
+            classes: Vec::new(),
         }
+    }
+
+    /// Adds class counts, column by column.
+    pub fn add_classes(&mut self, more: Vec<Vec<u64>>) {
+        add_counts(&mut self.classes, more);
     }
 
     /// Adds `later`, which covers data after all of `self`'s in (file, row)
@@ -344,6 +353,7 @@ impl Tally {
         if let (Some(log), Some(later)) = (self.log.as_mut(), later.log) {
             log.extend(later);
         }
+        self.add_classes(later.classes);
     }
 
     /// Records one violation of check `check`; `value` is only built while
@@ -374,6 +384,25 @@ impl Tally {
                 xy: spot.xy(),
                 origin: None,
             });
+        }
+    }
+}
+
+/// Adds per-column class counts to `counts`, column by column and class
+/// by class (saturating: counts read from a hostile partial may not wrap).
+pub fn add_counts(counts: &mut Vec<Vec<u64>>, more: Vec<Vec<u64>>) {
+    if more.iter().all(Vec::is_empty) {
+        return;
+    }
+    if counts.len() < more.len() {
+        counts.resize(more.len(), Vec::new());
+    }
+    for (mine, theirs) in counts.iter_mut().zip(more) {
+        if mine.len() < theirs.len() {
+            mine.resize(theirs.len(), 0);
+        }
+        for (a, b) in mine.iter_mut().zip(theirs) {
+            *a = a.saturating_add(b);
         }
     }
 }

@@ -59,6 +59,26 @@ pub fn render(report: &Report, elapsed: Option<Duration>) -> String {
             plural(t.files, "live data file", "live data files")
         );
     }
+    for s in &report.splits {
+        let counts: Vec<String> = s
+            .class_counts
+            .iter()
+            .map(|(column, counts)| {
+                let mut shown: Vec<String> = counts.iter().take(12).map(|(k, n)| format!("{k}: {n}")).collect();
+                if counts.len() > 12 {
+                    shown.push(format!("... ({} classes)", counts.len()));
+                }
+                format!("; `{column}` {}", shown.join(", "))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "split {}: {}{}",
+            s.name,
+            plural(s.rows, "row", "rows"),
+            counts.concat()
+        );
+    }
     let time = elapsed
         .map(|t| format!(" ({:.2} s)", t.as_secs_f64()))
         .unwrap_or_default();

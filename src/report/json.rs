@@ -34,6 +34,14 @@ struct Doc<'a> {
     /// Every lakehouse table read, each as one snapshot, in path order.
     #[serde(skip_serializing_if = "<[TableSnapshot]>::is_empty")]
     tables: &'a [TableSnapshot],
+    /// A schema with `dataset.splits`: each split, in the schema's order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    splits: Vec<Split<'a>>,
+    /// A schema with `dataset.splits`: per class column, per split, the
+    /// samples of each class (every class, in class order; a class is its
+    /// index, or its name for `classes`).
+    #[serde(skip_serializing_if = "ClassCounts::is_empty")]
+    class_counts: ClassCounts<'a>,
     /// With --partial: what `preflight merge` needs.
     #[serde(skip_serializing_if = "Option::is_none")]
     partial: Option<serde_json::Value>,
@@ -70,6 +78,73 @@ struct Table<'a> {
     snapshot_id: Option<u64>,
     /// Live data files.
     files: u64,
+}
+
+/// One split of `dataset.splits`.
+#[derive(Serialize, JsonSchema)]
+struct Split<'a> {
+    /// Its name.
+    name: &'a str,
+    /// Its files as the schema lists them.
+    files: &'a [String],
+    /// Rows checked.
+    rows: u64,
+}
+
+/// `class_counts`: column -> split -> class -> samples, in schema, split
+/// and class order.
+struct ClassCounts<'a>(&'a [super::splits::SplitReport]);
+
+impl ClassCounts<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|s| s.class_counts.is_empty())
+    }
+}
+
+impl Serialize for ClassCounts<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Pairs<'b>(&'b [(String, u64)]);
+        impl Serialize for Pairs<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().map(|(k, n)| (k, n)))
+            }
+        }
+        struct PerSplit<'b>(&'b [super::splits::SplitReport], usize);
+        impl Serialize for PerSplit<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(
+                    self.0
+                        .iter()
+                        .filter_map(|r| Some((&r.name, Pairs(&r.class_counts.get(self.1)?.1)))),
+                )
+            }
+        }
+        let columns = self.0.first().map_or(0, |r| r.class_counts.len());
+        let mut map = s.serialize_map(Some(columns))?;
+        for c in 0..columns {
+            map.serialize_entry(&self.0[0].class_counts[c].0, &PerSplit(self.0, c))?;
+        }
+        map.end()
+    }
+}
+
+impl JsonSchema for ClassCounts<'_> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ClassCounts".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": { "type": "integer", "minimum": 0 }
+                }
+            }
+        })
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -171,6 +246,16 @@ pub fn render_with(report: &Report, partial: Option<serde_json::Value>) -> Strin
             _ => None,
         },
         tables: &report.tables,
+        splits: report
+            .splits
+            .iter()
+            .map(|s| Split {
+                name: &s.name,
+                files: &s.files,
+                rows: s.rows,
+            })
+            .collect(),
+        class_counts: ClassCounts(&report.splits),
         partial,
     };
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"ok\": false, \"error\": \"{e}\"}}"));

@@ -10,6 +10,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 mod partial;
+pub mod splits;
 
 use serde::Serialize;
 
@@ -178,7 +179,10 @@ pub struct Report {
     /// Warnings that do not affect the outcome (artifact mismatches, ...).
     pub warnings: Vec<String>,
     /// The lakehouse tables read, each as one snapshot, in path order.
-    pub tables: Vec<TableSnapshot>,
+    pub tables: Box<[TableSnapshot]>,
+    /// A run with splits: each split, in the schema's order, with its
+    /// class counts.
+    pub splits: Box<[splits::SplitReport]>,
 }
 
 impl Report {
@@ -224,7 +228,8 @@ impl Report {
             checks: Vec::new(),
             errors: errors.into_iter().map(ErrorEntry::redacted).collect(),
             warnings: Vec::new(),
-            tables: Vec::new(),
+            tables: Box::default(),
+            splits: Box::default(),
         }
     }
 
@@ -298,7 +303,8 @@ impl Report {
                 .into_iter()
                 .map(|w| crate::redact::text(&w).into_owned())
                 .collect(),
-            tables: Vec::new(),
+            tables: Box::default(),
+            splits: Box::default(),
         }
     }
 }

@@ -10,9 +10,11 @@
 use serde::Deserialize;
 use serde_json::{Value as J, json};
 
+use super::splits::SplitTally;
 use super::{CheckTally, ErrorEntry, Evidence, Example, PixelEvidence, Report, Tally, Value};
 use crate::check::Validator;
 use crate::schema::Schema;
+use crate::schema::labels::LabelNames;
 use crate::source::layouts::tables::TableSnapshot;
 
 /// The result of checking some of a dataset's data.
@@ -35,6 +37,12 @@ pub struct Partial {
     pub notes: Vec<ErrorEntry>,
     /// The lakehouse tables read, each as one snapshot, in path order.
     pub tables: Vec<TableSnapshot>,
+    /// The label names the files carry for counted class columns, in
+    /// (column, file) order; a split's run moves them into its split.
+    pub labels: Vec<LabelNames>,
+    /// A run with splits: each split's rows, class counts and label
+    /// names, in the schema's split order.
+    pub splits: Vec<SplitTally>,
 }
 
 impl Partial {
@@ -46,7 +54,38 @@ impl Partial {
             errors: Vec::new(),
             notes: Vec::new(),
             tables: Vec::new(),
+            labels: Vec::new(),
+            splits: Vec::new(),
         }
+    }
+
+    /// The partial of split `name`: its class counts and label names move
+    /// into a [`SplitTally`] of that name (merged as such elsewhere).
+    pub fn into_split(mut self, name: &str) -> Partial {
+        let split = SplitTally {
+            name: name.to_string(),
+            rows: self.tally.rows,
+            classes: std::mem::take(&mut self.tally.classes),
+            labels: std::mem::take(&mut self.labels),
+        };
+        self.add_splits([split]);
+        self
+    }
+
+    /// Adds label names, keeping them in order and each once.
+    pub fn add_labels(&mut self, labels: impl IntoIterator<Item = LabelNames>) {
+        super::splits::add_labels(&mut self.labels, labels.into_iter().collect());
+    }
+
+    /// Adds splits, merging those of the same name.
+    pub fn add_splits(&mut self, splits: impl IntoIterator<Item = SplitTally>) {
+        for s in splits {
+            match self.splits.iter_mut().find(|m| m.name == s.name) {
+                Some(mine) => mine.merge(s),
+                None => self.splits.push(s),
+            }
+        }
+        self.splits.sort_by(|a, b| a.name.cmp(&b.name));
     }
 
     /// Merges `other` into `self`; the order of merging never matters.
@@ -85,10 +124,13 @@ impl Partial {
             let right = b.examples.into_iter().map(|e| relabel(e, &theirs));
             a.examples = merge_first(left, right, keep);
         }
+        self.tally.add_classes(other.tally.classes);
         self.files = files;
         self.add_errors(other.errors);
         self.add_notes(other.notes);
         self.add_tables(other.tables);
+        self.add_labels(other.labels);
+        self.add_splits(other.splits);
     }
 
     /// [`Partial::merge`] of a partial whose files all sort after this one's.
@@ -106,10 +148,13 @@ impl Partial {
                 ..e
             }));
         }
+        self.tally.add_classes(other.tally.classes);
         self.files.extend(other.files);
         self.add_errors(other.errors);
         self.add_notes(other.notes);
         self.add_tables(other.tables);
+        self.add_labels(other.labels);
+        self.add_splits(other.splits);
     }
 
     /// Adds the tables read, keeping them in order and each once.
@@ -175,14 +220,19 @@ impl Partial {
             Some(f) => format!("{f}: {}", n.message),
             None => n.message.clone(),
         }));
+        let (splits, split_errors, split_warnings) = super::splits::judge(validator, &self.splits);
+        let mut errors = self.errors;
+        errors.extend(split_errors);
+        warnings.extend(split_warnings);
         Report {
-            tables: self.tables,
+            tables: self.tables.into(),
+            splits: splits.into(),
             ..Report::build(
                 validator.schema(),
                 validator.plan(),
                 &self.files,
                 self.tally,
-                self.errors,
+                errors,
                 warnings,
             )
         }
@@ -241,6 +291,9 @@ impl Partial {
             "errors": this.errors.iter().map(|e| json!([e.file, e.unit, e.message])).collect::<Vec<_>>(),
             "notes": this.notes.iter().map(|e| json!([e.file, e.message])).collect::<Vec<_>>(),
             "tables": this.tables,
+            "classes": this.tally.classes,
+            "labels": this.labels,
+            "splits": this.splits,
         })
     }
 
@@ -279,6 +332,15 @@ impl Partial {
     fn from_raw(raw: RawPartial, validator: &Validator) -> Result<Partial, String> {
         if raw.checks.len() != validator.plan().len() {
             return Err("its checks do not match its schema".into());
+        }
+        // Class counts of a hostile partial stay within the schema's columns
+        // and the counted number of classes.
+        let fits = |c: &[Vec<u64>]| {
+            c.len() <= validator.schema().columns.len()
+                && c.iter().all(|v| v.len() as i128 <= crate::check::classes::MAX_COUNTED)
+        };
+        if !fits(&raw.classes) || !raw.splits.iter().all(|s| fits(&s.classes)) {
+            return Err("its class counts do not match its schema".into());
         }
         let mut files = raw.files;
         let sorted = files.windows(2).all(|w| w[0] < w[1]);
@@ -331,10 +393,13 @@ impl Partial {
                 max_examples: raw.max_examples,
                 log: None,
                 docs: None,
+                classes: raw.classes,
             },
             errors,
             notes,
             tables: raw.tables,
+            labels: raw.labels,
+            splits: raw.splits,
         };
         // A partial written elsewhere (another version, by hand) never
         // brings a URL's credentials into a merged report.
@@ -392,6 +457,13 @@ struct RawPartial {
     /// Absent from partials written before tables were read.
     #[serde(default)]
     tables: Vec<TableSnapshot>,
+    /// Absent from partials written before splits were counted.
+    #[serde(default)]
+    classes: Vec<Vec<u64>>,
+    #[serde(default)]
+    labels: Vec<LabelNames>,
+    #[serde(default)]
+    splits: Vec<SplitTally>,
 }
 
 #[derive(Deserialize)]

@@ -16,7 +16,7 @@ use crate::check::tally::Tally;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::{ErrorEntry, Partial};
-use crate::schema::labels::{Clash, compare};
+use crate::schema::labels::{Clash, LabelNames, compare};
 use crate::source;
 use crate::source::layouts::discover::{DataFile, FolderLabel};
 use crate::source::read::Source;
@@ -47,6 +47,9 @@ struct Opened {
     positions: Vec<Option<usize>>,
     /// Warnings of binding it to the schema (label names the model lacks).
     notes: Vec<String>,
+    /// The label names it carries for counted class columns (a run with
+    /// splits compares them across splits).
+    labels: Vec<LabelNames>,
 }
 
 /// Threads of a scan over objects in storage, at least: files opened and
@@ -99,6 +102,38 @@ pub(crate) fn scan_in_current_pool(
     only: &[Option<Vec<usize>>],
     opts: &ScanOptions,
 ) -> Partial {
+    let mut partial = scan_files(validator, files, only, opts);
+    partial.add_labels(folder_classes(validator, files));
+    partial
+}
+
+/// The class folders an image folder's rows name (a run with splits
+/// compares them): each split of a valid image folder has an image in
+/// every class folder (torchvision refuses empty ones), so its images name
+/// them all, however the run was divided.
+fn folder_classes(validator: &Validator, files: &[DataFile]) -> Option<LabelNames> {
+    let column = source::layouts::image_folder::LABEL;
+    let ci = validator.schema().columns.iter().position(|c| c.name == column)?;
+    let n = validator.counted_classes(ci);
+    let mut names: Vec<Option<String>> = Vec::new();
+    for label in files.iter().filter_map(|f| f.label.as_ref()) {
+        let Some(i) = usize::try_from(label.index).ok().filter(|&i| i < n) else {
+            continue;
+        };
+        if names.len() <= i {
+            names.resize(i + 1, None);
+        }
+        names[i].get_or_insert_with(|| label.class.to_string());
+    }
+    (!names.is_empty()).then(|| LabelNames {
+        column: column.to_string(),
+        file: String::new(),
+        from: "its class folders".to_string(),
+        names,
+    })
+}
+
+fn scan_files(validator: &Validator, files: &[DataFile], only: &[Option<Vec<usize>>], opts: &ScanOptions) -> Partial {
     // An image folder's rows are checked without a source per image (see
     // folder_rows); spilled violations take the general path.
     if !files.is_empty()
@@ -214,6 +249,11 @@ pub(crate) fn scan_in_current_pool(
         })
     });
     partial.add_notes(notes);
+    partial.add_labels(
+        opened
+            .iter()
+            .flat_map(|(o, _)| o.iter().flat_map(|o| o.labels.iter().cloned())),
+    );
     // A type problem repeats in every unit: said once per file, in order.
     let errors = std::mem::take(&mut partial.errors);
     partial.add_errors(errors);
@@ -242,6 +282,9 @@ pub struct WorkUnit {
     /// folder is resolved from).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<std::path::PathBuf>,
+    /// The split (`dataset.splits`) the file belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
 }
 
 /// Splits `files` into units of work: a file of at least `split_bytes`
@@ -276,6 +319,7 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
                     ),
                     class: None,
                     root: None,
+                    split: None,
                 }]
                 .into_iter();
             }
@@ -295,6 +339,7 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
                 error: None,
                 class: f.label.as_ref().map(|l| (l.index, l.class.to_string())),
                 root: None,
+                split: None,
             };
             let list: Vec<WorkUnit> = if whole {
                 vec![make(None)]
@@ -307,8 +352,24 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
 }
 
 /// Checks some work units (as listed by [`plan_units`]) and returns their
-/// partial result.
+/// partial result; units of a split count into that split.
 pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) -> Partial {
+    let mut splits: Vec<Option<&str>> = units.iter().map(|u| u.split.as_deref()).collect();
+    splits.sort_unstable();
+    splits.dedup();
+    let mut partial = validator.partial();
+    for split in splits {
+        let group: Vec<WorkUnit> = units.iter().filter(|u| u.split.as_deref() == split).cloned().collect();
+        let checked = check_unsplit(validator, &group, opts);
+        partial.merge(match split {
+            Some(name) => checked.into_split(name),
+            None => checked,
+        });
+    }
+    partial
+}
+
+fn check_unsplit(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) -> Partial {
     let mut files: Vec<DataFile> = Vec::new();
     let mut only: Vec<Option<Vec<usize>>> = Vec::new();
     let mut unmatched = Vec::new();
@@ -392,15 +453,29 @@ fn bind(validator: &Validator, file: &DataFile, source: Box<dyn Source>) -> (Opt
     let mut positions = Vec::new();
     let mut errors = Vec::new();
     let mut notes = Vec::new();
+    let mut labels = Vec::new();
     for (ci, spec) in validator.schema().columns.iter().enumerate() {
         match names.iter().position(|n| *n == spec.name) {
             Some(i) => {
-                // Only a column the model names: reading a file's names may parse metadata.
-                let labels = spec
-                    .model_labels
-                    .as_ref()
-                    .and_then(|m| source.label_names(i).map(|names| (m, names)));
-                match labels.and_then(|(model, (data, from))| compare(&data, &from, model)) {
+                // Only a column the model names or a run with splits
+                // counts: reading a file's names may parse metadata.
+                let counted = validator.counts_classes(ci);
+                let data = (spec.model_labels.is_some() || counted)
+                    .then(|| source.label_names(i))
+                    .flatten();
+                if let (true, Some((names, from))) = (counted, &data) {
+                    labels.push(LabelNames {
+                        column: spec.name.clone(),
+                        file: file.display.clone(),
+                        from: from.clone(),
+                        names: names.clone(),
+                    });
+                }
+                let model = spec.model_labels.as_ref();
+                match model
+                    .zip(data)
+                    .and_then(|(model, (data, from))| compare(&data, &from, model))
+                {
                     Some(Clash::Order(message)) => errors.push(Error::ColumnType {
                         path: file.display.clone(),
                         column: spec.name.clone(),
@@ -436,6 +511,7 @@ fn bind(validator: &Validator, file: &DataFile, source: Box<dyn Source>) -> (Opt
             projection,
             positions,
             notes,
+            labels,
         }),
         errors,
     )
@@ -464,6 +540,7 @@ pub fn scan_source(validator: &Validator, file: &DataFile, source: Box<dyn Sourc
                 partial.errors.push(entry);
             }
         }
+        partial.add_labels(o.labels.iter().cloned());
         let notes = [&o.notes[..], &o.source.notes()].concat();
         partial.add_notes(notes.into_iter().map(|message| ErrorEntry {
             file: Some(file.display.clone()),

@@ -20,6 +20,20 @@ pub struct ModelLabels {
     pub source: String,
 }
 
+/// The label names a data source carries for a schema column, kept to
+/// compare the splits of a run with one another.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct LabelNames {
+    /// The schema column.
+    pub column: String,
+    /// The file or folder that carries them, as reports name it.
+    pub file: String,
+    /// What in it names them, e.g. `its categories`.
+    pub from: String,
+    /// `names[i]` is class i's name; `None` where the data names none.
+    pub names: Vec<Option<String>>,
+}
+
 /// What comparing the data's names with the model's found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Clash {

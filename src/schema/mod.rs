@@ -460,6 +460,25 @@ impl ColumnSpec {
     }
 }
 
+/// One of `dataset.splits`: a name and its files, as `dataset.files`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    /// The split's name (`train`, `val`, ...).
+    pub name: String,
+    /// Files, directories, globs or URLs, relative to the schema file.
+    pub files: Vec<String>,
+}
+
+impl Schema {
+    /// The split the others are compared with: `train`, else the first.
+    pub fn training_split(&self) -> Option<&Split> {
+        self.splits
+            .iter()
+            .find(|s| s.name == "train")
+            .or_else(|| self.splits.first())
+    }
+}
+
 /// A validated schema, every bound resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schema {
@@ -469,6 +488,9 @@ pub struct Schema {
     pub name: Option<String>,
     /// `dataset.files`, as written (relative to the schema's directory).
     pub files: Vec<String>,
+    /// `dataset.splits`, in order: each split's files as written. Empty
+    /// when the schema names no splits.
+    pub splits: Vec<Split>,
     /// `dataset.layout`: how directories become files (image folders, YOLO).
     pub layout: Option<Layout>,
     /// `dataset.kpt_shape` (keypoints per object, values per keypoint): YOLO
@@ -608,15 +630,51 @@ fn validate(raw: RawSchema, path: &Path) -> Result<Schema, Error> {
             ));
         }
     };
+    let splits = splits(raw.dataset.as_ref()).map_err(|(key, m)| err(key, m))?;
     Ok(Schema {
         path: path.to_path_buf(),
         name: raw.name,
         layout,
         kpt_shape,
+        splits,
         files: raw.dataset.map(|d| d.files).unwrap_or_default(),
         columns,
         warnings,
     })
+}
+
+/// `dataset.splits`, validated: exclusive with `dataset.files`, each
+/// split named and holding files.
+fn splits(dataset: Option<&raw::RawDataset>) -> Result<Vec<Split>, (String, String)> {
+    let Some(d) = dataset else { return Ok(Vec::new()) };
+    let Some(raw) = &d.splits else { return Ok(Vec::new()) };
+    if !d.files.is_empty() {
+        return Err((
+            "dataset.splits".into(),
+            "dataset.files and dataset.splits both name the data: list the files under their splits".into(),
+        ));
+    }
+    if raw.0.is_empty() {
+        return Err(("dataset.splits".into(), "names no split".into()));
+    }
+    raw.0
+        .iter()
+        .map(|(name, files)| {
+            if name.trim().is_empty() {
+                return Err(("dataset.splits".into(), "a split needs a name".into()));
+            }
+            if files.is_empty() || files.iter().any(|f| f.trim().is_empty()) {
+                return Err((
+                    format!("dataset.splits.{name}"),
+                    "a split names its files: a path or a list of paths".into(),
+                ));
+            }
+            Ok(Split {
+                name: name.clone(),
+                files: files.clone(),
+            })
+        })
+        .collect()
 }
 
 fn validate_column(
@@ -1135,8 +1193,15 @@ impl Schema {
         if let Some(n) = &self.name {
             let _ = writeln!(out, "name: {}", q(n));
         }
-        if !self.files.is_empty() || self.layout.is_some() {
+        if !self.files.is_empty() || !self.splits.is_empty() || self.layout.is_some() {
             out.push_str("dataset:\n");
+        }
+        if !self.splits.is_empty() {
+            out.push_str("  splits:\n");
+            for s in &self.splits {
+                let files: Vec<String> = s.files.iter().map(|f| q(&crate::redact::url(f))).collect();
+                let _ = writeln!(out, "    {}: [{}]", q(&s.name), files.join(", "));
+            }
         }
         if !self.files.is_empty() {
             // (A presigned URL listed here keeps its credentials out.)

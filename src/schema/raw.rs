@@ -43,6 +43,53 @@ pub(crate) struct RawDataset {
     pub layout: Option<super::Layout>,
     /// `[keypoints, dims]` of ultralytics pose labels (`layout: yolo`).
     pub kpt_shape: Option<Vec<i64>>,
+    /// Split name to its files (one path or a list), in order; the
+    /// training split is `train`, else the first.
+    pub splits: Option<Splits>,
+}
+
+/// The `splits` mapping, in the order it was written.
+#[derive(Debug, Default)]
+pub(crate) struct Splits(pub Vec<(String, Vec<String>)>);
+
+/// A split's files: one path or a list.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for Splits {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Splits;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping from split name to its files (a path or a list of paths)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Splits, A::Error> {
+                let mut out: Vec<(String, Vec<String>)> = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    if out.iter().any(|(n, _)| *n == name) {
+                        return Err(de::Error::custom(format!("split `{name}` is declared twice")));
+                    }
+                    let files = match map.next_value::<OneOrMany>() {
+                        Ok(OneOrMany::One(f)) => vec![f],
+                        Ok(OneOrMany::Many(f)) => f,
+                        Err(_) => {
+                            return Err(de::Error::custom(format!(
+                                "split `{name}`: expected a path or a list of paths"
+                            )));
+                        }
+                    };
+                    out.push((name, files));
+                }
+                Ok(Splits(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The `columns` mapping, in the order it was written (the report's order).
@@ -381,6 +428,24 @@ impl JsonSchema for Columns {
             "description": "Column name to its rule, in report order.",
             "type": "object",
             "additionalProperties": column,
+        })
+    }
+}
+
+impl JsonSchema for Splits {
+    fn schema_name() -> Cow<'static, str> {
+        "Splits".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
+        json_schema!({
+            "description": "Split name to its files (a path or a list of paths), in order; the training split is `train`, else the first.",
+            "type": "object",
+            "additionalProperties": {
+                "anyOf": [
+                    { "type": "string" },
+                    { "type": "array", "items": { "type": "string" } }
+                ]
+            },
         })
     }
 }

@@ -29,6 +29,7 @@ mod remote_vision;
 mod sample_data;
 mod schema_errors;
 mod secrets;
+mod splits;
 mod tables;
 mod tokens;
 mod util;
