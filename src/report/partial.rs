@@ -681,4 +681,52 @@ mod note_tests {
         old.as_object_mut().unwrap().remove("notes");
         assert!(Partial::from_json_for(&old, &validator).unwrap().notes.is_empty());
     }
+
+    #[test]
+    fn splits_merge_in_any_order_survive_json_and_refuse_hostile_counts() {
+        let schema = Schema::from_yaml(
+            "version: 1\ndataset:\n  splits: {train: t, val: v}\ncolumns:\n  label: {kind: class, num_classes: 3}\n",
+            "s.yaml".as_ref(),
+        )
+        .unwrap();
+        let validator = Validator::new(schema, 5);
+        let part = |file: &str, split: &str, counts: Vec<u64>| {
+            let mut p = validator.partial();
+            p.files = vec![file.into()];
+            p.tally.rows = counts.iter().sum();
+            p.tally.classes = vec![counts];
+            p.into_split(split)
+        };
+        let pieces = [
+            part("t1", "train", vec![2, 1, 0]),
+            part("v1", "val", vec![0, 0, 4]),
+            part("t2", "train", vec![1, 0, 0]),
+        ];
+        let mut forward = validator.partial();
+        for p in pieces.iter().cloned() {
+            forward.merge(p);
+        }
+        let mut backward = validator.partial();
+        for p in pieces.iter().rev().cloned() {
+            backward.merge(p);
+        }
+        assert_eq!(forward, backward);
+        assert_eq!(forward.splits[0].classes, vec![vec![3, 1, 0]]);
+        let back = Partial::from_json_for(&forward.to_json(&validator), &validator).unwrap();
+        assert_eq!(back, forward);
+        let report = back.report(&validator);
+        assert_eq!(report.splits[1].class_counts[0].1[2], ("2".to_string(), 4));
+        assert_eq!(
+            report.warnings,
+            [
+                "column `label`: split `train` has no sample of 1 of its 3 classes: 2; the model never learns them (check num_classes and the data)",
+                "column `label`: split `val` has 4 samples of 1 class that split `train` never has: 2; the model never learns them, and evaluation counts them against it",
+                "column `label`: split `val` has no sample of 2 of its 3 classes: 0, 1; its metrics say nothing about them",
+            ]
+        );
+        // Counts past the schema's classes or columns are refused.
+        let mut hostile = forward.to_json(&validator);
+        hostile["splits"][0]["classes"] = serde_json::json!([[1], [2], [3]]);
+        assert!(Partial::from_json_for(&hostile, &validator).is_err());
+    }
 }
