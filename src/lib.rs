@@ -209,6 +209,7 @@ pub fn plan_paths(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) ->
         class: None,
         root: None,
         split: None,
+        table: None,
     }));
     units
 }

@@ -65,6 +65,12 @@ pub(super) enum Command {
         /// Files at least this large are split into their units
         #[arg(long, value_name = "BYTES", default_value_t = 128 << 20)]
         split_bytes: u64,
+        /// Plan that version of each Delta Lake table (TABLE@vN for one PATH)
+        #[arg(long, value_name = "N")]
+        table_version: Option<u64>,
+        /// Plan each Delta Lake table as of TIME (as `check --as-of`)
+        #[arg(long, value_name = "TIME", conflicts_with = "table_version")]
+        as_of: Option<String>,
     },
     /// Write a copy of Parquet data without the rows that break any rule,
     /// with a manifest of the rows dropped (preflight-filter.json). The

@@ -191,7 +191,7 @@ fn check_stdin(
 
 /// `--as-of TIME` in milliseconds since the epoch: RFC 3339
 /// (`2026-12-06T07:00:00Z`, `...+01:00`), or a date (its midnight, UTC).
-fn as_of(text: &str) -> Result<i64, String> {
+pub(super) fn as_of(text: &str) -> Result<i64, String> {
     let t = text.trim();
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(t) {
         return Ok(at.timestamp_millis());

@@ -73,7 +73,9 @@ fn run(command: Command) -> u8 {
             schema,
             paths,
             split_bytes,
-        } => plan::run(schema, paths, split_bytes),
+            table_version,
+            as_of,
+        } => plan::run(schema, paths, split_bytes, table_version, as_of.as_deref()),
         Command::Schema { schema, json_schema } => schema::run(schema, json_schema),
         Command::Filter {
             schema,

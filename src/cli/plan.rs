@@ -6,12 +6,30 @@ use std::path::PathBuf;
 
 use crate::{Plan, ScanOptions};
 
-/// Prints the units of the check `schema` and `paths` describe.
-pub(super) fn run(schema: Option<PathBuf>, paths: Vec<PathBuf>, split_bytes: u64) -> u8 {
+/// Prints the units of the check `schema` and `paths` describe; a Delta
+/// table's units are pinned at the version read (`table_version` or
+/// `as_of` pick one).
+pub(super) fn run(
+    schema: Option<PathBuf>,
+    paths: Vec<PathBuf>,
+    split_bytes: u64,
+    table_version: Option<u64>,
+    as_of: Option<&str>,
+) -> u8 {
+    let table_at = match (as_of, table_version) {
+        (Some(t), _) => match super::check::as_of(t) {
+            Ok(ms) => Some(crate::TableAt::AsOf(ms)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+        (None, v) => v.map(crate::TableAt::Version),
+    };
     let plan = Plan {
         schema: schema.unwrap_or_else(|| "preflight.yaml".into()),
         paths,
-        table_at: None,
+        table_at,
         max_examples: 0,
         scan: ScanOptions::default(),
     };

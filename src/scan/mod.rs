@@ -19,6 +19,7 @@ use crate::report::{ErrorEntry, Partial};
 use crate::schema::labels::{Clash, LabelNames, compare};
 use crate::source;
 use crate::source::layouts::discover::{DataFile, FolderLabel};
+use crate::source::layouts::tables::{Reopened, TableRef};
 use crate::source::read::Source;
 
 /// How a scan runs.
@@ -285,6 +286,10 @@ pub struct WorkUnit {
     /// The split (`dataset.splits`) the file belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<String>,
+    /// For a data file of a lakehouse table: the table, pinned at the
+    /// version the plan read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<source::layouts::tables::TableRef>,
 }
 
 /// Splits `files` into units of work: a file of at least `split_bytes`
@@ -304,25 +309,6 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
                     .unwrap_or(0),
                 None => std::fs::metadata(&f.path).map(|m| m.len()).unwrap_or(0),
             };
-            // A table's data file: a plan names files, which cannot carry
-            // the table's deleted rows and partition values.
-            if f.opens.is_some() {
-                return vec![WorkUnit {
-                    file: f.display.clone(),
-                    path: f.path.clone(),
-                    unit: None,
-                    bytes,
-                    error: Some(
-                        "a data file of a Delta Lake table: `plan` and `--partial` do not carry a table's \
-                         deleted rows and partition values yet; check the table in one run"
-                            .to_string(),
-                    ),
-                    class: None,
-                    root: None,
-                    split: None,
-                }]
-                .into_iter();
-            }
             let units = if f.label.is_some() {
                 1
             } else if bytes >= split_bytes {
@@ -340,6 +326,7 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
                 class: f.label.as_ref().map(|l| (l.index, l.class.to_string())),
                 root: None,
                 split: None,
+                table: f.opens.as_ref().map(|o| o.0.table()),
             };
             let list: Vec<WorkUnit> = if whole {
                 vec![make(None)]
@@ -373,11 +360,37 @@ fn check_unsplit(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) 
     let mut files: Vec<DataFile> = Vec::new();
     let mut only: Vec<Option<Vec<usize>>> = Vec::new();
     let mut unmatched = Vec::new();
+    // The tables the units' files belong to, each read once at the version
+    // the plan pinned: its snapshot, or why it cannot be read.
+    let mut tables: Vec<(TableRef, Reopened)> = Vec::new();
     for u in units {
         // A unit's name as reports show it (a plan written by hand may
         // hold a URL's credentials).
         let shown = crate::redact::url(&u.file);
-        if let Some(message) = &u.error {
+        let table_file = match &u.table {
+            Some(t) => {
+                let at = match tables.iter().position(|(r, _)| r == t) {
+                    Some(i) => i,
+                    None => {
+                        tables.push((t.clone(), source::layouts::tables::reopen(t)));
+                        tables.len() - 1
+                    }
+                };
+                match &tables[at].1 {
+                    Ok((_, live)) => match live.iter().find(|f| f.path == u.path) {
+                        Some(f) => Ok(f.opens.clone()),
+                        None => Err(format!(
+                            "not a live data file of the Delta Lake table {} at version {}",
+                            t.shown, t.version
+                        )),
+                    },
+                    Err(e) => Err(format!("its table {} at version {}: {e}", t.shown, t.version)),
+                }
+            }
+            None => Ok(None),
+        };
+        let error = u.error.clone().or_else(|| table_file.as_ref().err().cloned());
+        if let Some(message) = &error {
             unmatched.push(ErrorEntry {
                 file: Some(shown.into_owned()),
                 message: crate::redact::text(message).into_owned(),
@@ -395,7 +408,7 @@ fn check_unsplit(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) 
                         index: *index,
                         class: class.as_str().into(),
                     }),
-                    opens: None,
+                    opens: table_file.ok().flatten(),
                 });
                 only.push(Some(Vec::new()));
                 files.len() - 1
@@ -422,6 +435,11 @@ fn check_unsplit(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) 
     }
     let mut partial = scan_units(validator, &files, &only, &opts);
     partial.add_errors(unmatched);
+    partial.add_tables(
+        tables
+            .into_iter()
+            .filter_map(|(_, read)| read.ok().map(|(snapshot, _)| snapshot)),
+    );
     partial
 }
 

@@ -506,3 +506,103 @@ fn versions_by_flag_and_by_time_and_the_snapshot_in_the_report() {
     let merged = env.run(&["merge", "b.json", "a.json", "--format", "json"]);
     assert_eq!(merged.stdout, full.stdout);
 }
+
+/// A plan of Delta tables pins each table's version in its units: units
+/// checked anywhere, after a writer committed a bad row, in any partition,
+/// merge into the report of one run at plan time (deletion vectors and
+/// partition values included). A unit naming a version or file the table
+/// does not have is that unit's error.
+#[test]
+fn planned_units_of_a_delta_table_read_the_pinned_snapshot() {
+    use preflight::report::json as report_json;
+    use preflight::scan::{ScanOptions, WorkUnit};
+    use preflight::{Partial, Schema, Validator};
+
+    let env = Env::new();
+    let dv = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/delta/table-with-dv-small")
+        .to_string_lossy()
+        .into_owned();
+    env.write(
+        "s.yaml",
+        "columns:\n  label: {kind: class, num_classes: 3, optional: true}\n  value: {kind: range, min: 2, max: 7, optional: true}\n",
+    );
+    env.python(
+        "from deltalake import write_deltalake\n\
+         t = lambda labels, part: pa.table({'label': pa.array(labels, pa.int64()), 'part': pa.array([part] * len(labels))})\n\
+         write_deltalake('dt', t([0, 1, 7, 2], 'a'), partition_by=['part'])\n\
+         write_deltalake('dt', t([0, 1, 2, 0], 'a'), mode='overwrite', partition_by=['part'])\n\
+         write_deltalake('dt', t([1, 5, 2], 'b'), mode='append', partition_by=['part'])\n\
+         os._exit(0)\n",
+    );
+    let one = env.run(&["check", "--format", "json", "-s", "s.yaml", "dt", &dv]);
+    assert_eq!(one.code, 1, "{}", one.stdout);
+    let plan = env.run(&["plan", "-s", "s.yaml", "--split-bytes", "1", "dt", &dv]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let doc: Value = serde_json::from_str(&plan.stdout).expect("plan");
+    let units: Vec<WorkUnit> = serde_json::from_value(doc["units"].clone()).expect("units");
+    assert_eq!(units.len(), 3, "{units:?}");
+    assert!(
+        units.iter().all(|u| u.table.is_some() && u.error.is_none()),
+        "{units:?}"
+    );
+    // A writer commits a bad row after the plan was made.
+    env.python(
+        "from deltalake import write_deltalake\n\
+         write_deltalake('dt', pa.table({'label': pa.array([9], pa.int64()), 'part': pa.array(['c'])}), mode='append', partition_by=['part'])\n\
+         os._exit(0)\n",
+    );
+    let schema = Schema::from_file(&env.path("s.yaml")).expect("schema");
+    let validator = Validator::new(schema, 5);
+    let opts = ScanOptions {
+        jobs: 1,
+        ..ScanOptions::default()
+    };
+    let texts: Vec<String> = (0..2)
+        .map(|part| {
+            let mine: Vec<WorkUnit> = units
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == part)
+                .map(|(_, u)| u.clone())
+                .collect();
+            let checked = preflight::scan::check_units(&validator, &mine, &opts);
+            let state = checked.to_json(&validator);
+            report_json::render_with(&checked.report(&validator), Some(state))
+        })
+        .collect();
+    let mut merged = validator.partial();
+    for text in texts.iter().rev() {
+        let doc: Value = serde_json::from_str(text).expect("json");
+        merged.merge(Partial::from_json(&doc["partial"]).expect("partial").0);
+    }
+    assert_eq!(report_json::render(&merged.report(&validator)), one.stdout);
+    // --table-version pins another version.
+    let old = env.run(&["plan", "-s", "s.yaml", "--table-version", "0", "dt"]);
+    let doc: Value = serde_json::from_str(&old.stdout).expect("plan");
+    let old: Vec<WorkUnit> = serde_json::from_value(doc["units"].clone()).expect("units");
+    assert_eq!(old.len(), 1);
+    assert_eq!(old[0].table.as_ref().map(|t| t.version), Some(0));
+    let checked = preflight::scan::check_units(&validator, &old, &opts).report(&validator);
+    assert_eq!((checked.rows, checked.violations()), (4, 1));
+    // A version the table lacks, and a file not live at the pinned one.
+    let of_dt = units
+        .iter()
+        .find(|u| u.table.as_ref().is_some_and(|t| t.shown == "dt"))
+        .expect("a unit of dt");
+    let mut gone = of_dt.clone();
+    gone.table.as_mut().expect("table").version = 99;
+    let mut removed = of_dt.clone();
+    removed.path = removed.path.with_file_name("part-removed.parquet");
+    let checked = preflight::scan::check_units(&validator, &[gone, removed], &opts);
+    let report = checked.report(&validator);
+    assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+    assert!(
+        report.errors[0]
+            .message
+            .contains("its table dt at version 99: the Delta log cannot be read")
+            && report.errors[1].message == "not a live data file of the Delta Lake table dt at version 2",
+        "{:?}",
+        report.errors
+    );
+}

@@ -46,6 +46,10 @@ pub struct DataFile {
 pub trait Opener: Send + Sync + std::fmt::Debug {
     /// The file as a source, with the schema's hints.
     fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError>;
+
+    /// The table and version it belongs to, for a plan's unit to find the
+    /// file again elsewhere ([`tables::reopen`]).
+    fn table(&self) -> tables::TableRef;
 }
 
 /// A shared [`Opener`]; equal when it is the same one.

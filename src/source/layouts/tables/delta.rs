@@ -89,6 +89,8 @@ struct Table {
     /// The table's columns: logical name, the name its data files store,
     /// the type, and whether it is a partition column.
     columns: Vec<TableColumn>,
+    /// The table and version as a plan pins them.
+    pinned: super::TableRef,
 }
 
 #[derive(Debug)]
@@ -166,6 +168,13 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
         engine: self_engine,
         root: url,
         columns,
+        pinned: super::TableRef {
+            // A local table by its absolute path: a plan's units are checked
+            // from anywhere.
+            root: if remote { root.to_path_buf() } else { absolute.clone() },
+            shown: shown.to_string(),
+            version: version_read,
+        },
     });
     let mut files = Vec::with_capacity(live.len());
     for f in live {
@@ -213,6 +222,10 @@ fn kernel(e: delta_kernel::KernelError) -> String {
 }
 
 impl Opener for LiveFile {
+    fn table(&self) -> super::TableRef {
+        self.table.pinned.clone()
+    }
+
     fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
         let inner = crate::source::open_with(&self.path, hints)?;
         let engine: &dyn Engine = self.table.engine.as_ref();

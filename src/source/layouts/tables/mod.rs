@@ -4,10 +4,12 @@
 //! Its log or metadata decides which files are live (an overwrite leaves
 //! the old ones in place), which rows are deleted (deletion vectors,
 //! position and equality deletes) and the values of partition columns
-//! (stored in no data file). A local Delta table is read as its snapshot
-//! (`delta`); a table preflight cannot read that way (Iceberg, a Delta
-//! table in object storage) is an error naming it (exit 2), and none of its
-//! files is read. Log and metadata files are never taken for data.
+//! (stored in no data file). A Delta table, on disk or in object storage,
+//! is read as its snapshot (`delta`); a plan's units find their files
+//! again by the table and version they pin ([`TableRef`]). A table
+//! preflight cannot read that way (Iceberg) is an error naming it (exit 2),
+//! and none of its files is read. Log and metadata files are never taken
+//! for data.
 
 pub(crate) mod delta;
 mod view;
@@ -29,6 +31,40 @@ pub struct TableSnapshot {
     pub snapshot_id: Option<u64>,
     /// Live data files of the snapshot.
     pub files: u64,
+}
+
+/// Where a data file of a plan's unit is found again: its table pinned at
+/// the version the plan read, so every unit of one plan reads one
+/// snapshot, whatever a writer commits meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct TableRef {
+    /// The table's root, to open (a folder or a URL).
+    pub root: std::path::PathBuf,
+    /// The root as reports name it.
+    pub shown: String,
+    /// The Delta version the plan read.
+    pub version: u64,
+}
+
+/// A pinned snapshot read again: as the report shows it, and its live
+/// data files; or why it cannot be read.
+pub type Reopened = Result<(TableSnapshot, Vec<super::discover::DataFile>), String>;
+
+/// The snapshot `table` pins, read again.
+pub fn reopen(table: &TableRef) -> Reopened {
+    let at = Some(TableAt::Version(table.version));
+    let read = crate::source::read::guarded(|| {
+        delta::read(&table.root, &table.shown, at).map_err(crate::error::ReadError::new)
+    })
+    .map_err(|e| e.to_string())?;
+    let snapshot = TableSnapshot {
+        path: table.shown.clone(),
+        format: "delta".into(),
+        version: read.version,
+        snapshot_id: None,
+        files: read.files.len() as u64,
+    };
+    Ok((snapshot, read.files))
 }
 
 /// Which kind of table a folder is.
