@@ -1,6 +1,7 @@
 """Real Spark (local[2]) and real Ray (a local cluster of 2 CPUs) checking a
-generated multi-file dataset: the merged report is byte for byte what
-`preflight check --format json` prints over the same files."""
+generated multi-file dataset and a Delta Lake table: the merged report is
+byte for byte what `preflight check --format json` prints over the same
+files."""
 
 import json
 import os
@@ -45,6 +46,17 @@ def data(tmp_path_factory):
             table = pa.table({"label": label, "input_ids": pa.array(ids, pa.list_(pa.int32()))})
         pq.write_table(table, root / "shards" / f"part-{s:03}.parquet", row_group_size=groups)
     (root / "corrupt" / "part-999.parquet").write_bytes(b"PAR1 torn in transit")
+    # delta/: a Delta Lake table whose overwritten file holds bad labels
+    # (never read) and whose appended one holds violations.
+    from deltalake import write_deltalake
+
+    def rows(labels):
+        ids = pa.array([[1, 2]] * len(labels), pa.list_(pa.int32()))
+        return pa.table({"label": pa.array(labels, pa.int64()), "input_ids": ids})
+
+    write_deltalake(str(root / "delta"), rows([0, 1, 17, 2] * 50))
+    write_deltalake(str(root / "delta"), rows([0, 1, 2, 3] * 50), mode="overwrite")
+    write_deltalake(str(root / "delta"), rows([4, 11, 5] * 40), mode="append")
     (root / "s.yaml").write_text(SCHEMA)
     return root
 
@@ -124,7 +136,7 @@ def ray_cluster(s3):
     ray.shutdown()
 
 
-@pytest.mark.parametrize("directory,code", [("shards", 1), ("clean", 0), ("corrupt", 2)])
+@pytest.mark.parametrize("directory,code", [("shards", 1), ("clean", 0), ("corrupt", 2), ("delta", 1)])
 def test_spark_merged_report_is_the_single_run_report(spark, data, directory, code):
     import preflight.spark
 
@@ -135,7 +147,7 @@ def test_spark_merged_report_is_the_single_run_report(spark, data, directory, co
     assert merged.json == expected
 
 
-@pytest.mark.parametrize("directory,code", [("shards", 1), ("clean", 0), ("corrupt", 2)])
+@pytest.mark.parametrize("directory,code", [("shards", 1), ("clean", 0), ("corrupt", 2), ("delta", 1)])
 def test_ray_tasks_merged_report_is_the_single_run_report(ray_cluster, data, directory, code):
     import preflight.ray
 
