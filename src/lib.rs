@@ -120,19 +120,66 @@ pub fn check_partial(plan: &Plan) -> Result<(Validator, Partial), Report> {
 /// of its own; their partials merge, each split's class counts kept apart.
 pub fn check_schema_partial(plan: &Plan, schema: Schema) -> Result<(Validator, Partial), Report> {
     let (validator, runs) = with_paths(plan, schema)?;
+    if let [run] = &runs[..]
+        && run.split.is_none()
+    {
+        let partial = check_paths(plan, &validator, &run.paths, plan.scan.violations.clone());
+        return Ok((validator, partial));
+    }
+    // Splits: each run spills its violations apart (file numbers are a
+    // run's own), renumbered into the run's spill once every file is known.
     let mut partial = validator.partial();
+    let mut spills = Vec::new();
     for run in runs {
-        let checked = check_paths(plan, &validator, &run.paths);
+        let spill = match plan.scan.violations {
+            Some(_) => match violations::Spill::new() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    let message = format!("--violations-out: cannot make a spill folder: {e}");
+                    return Err(Report::failed(vec![ErrorEntry {
+                        file: None,
+                        message,
+                        unit: 0,
+                    }]));
+                }
+            },
+            None => None,
+        };
+        let checked = check_paths(plan, &validator, &run.paths, spill.clone());
+        if let Some(s) = spill {
+            spills.push((s, checked.files.clone()));
+        }
         partial.merge(match &run.split {
             Some(name) => checked.into_split(name),
             None => checked,
         });
     }
+    if let Some(main) = &plan.scan.violations {
+        for (spill, files) in spills {
+            let file_of: Vec<usize> = files
+                .iter()
+                .map(|f| partial.files.binary_search(f).unwrap_or(usize::MAX))
+                .collect();
+            if let Err(e) = main.absorb(&spill, &file_of) {
+                partial.add_errors([ErrorEntry {
+                    file: None,
+                    message: format!("--violations-out: cannot collect the violations: {e}"),
+                    unit: 0,
+                }]);
+            }
+        }
+    }
     Ok((validator, partial))
 }
 
-/// Finds the files `paths` name and checks them.
-fn check_paths(plan: &Plan, validator: &Validator, paths: &[PathBuf]) -> Partial {
+/// Finds the files `paths` name and checks them, spilling violations to
+/// `spill` (`--violations-out`).
+fn check_paths(
+    plan: &Plan,
+    validator: &Validator,
+    paths: &[PathBuf],
+    spill: Option<std::sync::Arc<violations::Spill>>,
+) -> Partial {
     let Found {
         mut files,
         errors: discover_errors,
@@ -140,7 +187,10 @@ fn check_paths(plan: &Plan, validator: &Validator, paths: &[PathBuf]) -> Partial
         tables,
     } = find(plan, validator, paths);
     // Masks paired with images: images without a mask join the files.
-    let mut opts = plan.scan.clone();
+    let mut opts = ScanOptions {
+        violations: spill,
+        ..plan.scan.clone()
+    };
     let mut pair_errors = Vec::new();
     if let Some(mut pairing) = pairing::Pairing::build(validator, &files, paths, true) {
         files.extend(pairing.orphan_files());

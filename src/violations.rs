@@ -71,6 +71,31 @@ impl Spill {
         self.dir.path().join(format!("{file:010}-{unit:010}.bin"))
     }
 
+    /// Moves the units `other` spilled into this spill, their files
+    /// renumbered by `file_of` (a run checked in parts, each with its own
+    /// file list: a split of `dataset.splits`). A unit spilled by both is
+    /// joined, `other`'s after this one's.
+    pub(crate) fn absorb(&self, other: &Spill, file_of: &[usize]) -> io::Result<()> {
+        for entry in std::fs::read_dir(other.dir.path())? {
+            let from = entry?.path();
+            let name = from.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let parsed = name
+                .strip_suffix(".bin")
+                .and_then(|n| n.split_once('-'))
+                .and_then(|(f, u)| Some((f.parse::<usize>().ok()?, u.parse::<usize>().ok()?)));
+            let Some((file, unit)) = parsed else { continue };
+            let Some(&renumbered) = file_of.get(file) else { continue };
+            let to = self.unit_path(renumbered, unit);
+            if to.exists() {
+                let mut out = std::fs::OpenOptions::new().append(true).open(&to)?;
+                io::copy(&mut File::open(&from)?, &mut out)?;
+            } else {
+                std::fs::rename(&from, &to)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The spill of one unit, created on its first violation.
     pub(crate) fn unit(&self, file: usize, unit: usize) -> UnitSpill {
         UnitSpill {

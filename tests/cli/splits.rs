@@ -202,6 +202,23 @@ fn parquet_splits_count_classes_compare_class_labels_and_merge_as_one_run() {
             "column `label`: split `test` has 1 sample of 1 class that split `train` never has: 3 `d`; the model never learns them, and evaluation counts them against it",
         ]
     );
+    // Every violation, named by its file, as a run over the same files
+    // without splits names it.
+    let split = env.run(&["check", "-s", "s.yaml", "--violations-out", "split.jsonl"]);
+    let whole = env.run(&[
+        "check",
+        "-s",
+        "s.yaml",
+        "--violations-out",
+        "whole.jsonl",
+        "p/train",
+        "p/val.parquet",
+        "p/test.parquet",
+    ]);
+    assert_eq!((split.code, whole.code), (2, 1));
+    let read = |f: &str| std::fs::read_to_string(env.path(f)).expect("violations");
+    assert_eq!(read("split.jsonl"), read("whole.jsonl"));
+    assert_eq!(read("split.jsonl").lines().count(), 1);
     // --strict makes every warning an error.
     let strict = env.check_json(&["-s", "s.yaml", "--strict"], 2);
     assert_eq!(strict["errors"].as_array().unwrap().len(), 1 + 4);
