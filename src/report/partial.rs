@@ -194,7 +194,8 @@ impl Partial {
                 state["schema"],
                 state["warnings"],
                 state["sources"],
-                state["max_examples"]
+                state["max_examples"],
+                state.get("model_labels").cloned().unwrap_or_else(|| json!([]))
             ]);
             match &mut merged {
                 None => merged = Some((partial, validator, identity)),
@@ -262,6 +263,14 @@ impl Partial {
             .enumerate()
             .flat_map(|(i, c)| c.bound_sources.iter().map(move |(k, f)| json!([i, k, f])))
             .collect();
+        // The model's label names the files were compared with (the
+        // resolved schema does not show them).
+        let model_labels: Vec<J> = schema
+            .columns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.model_labels.as_ref().map(|m| json!([i, m.names, m.source])))
+            .collect();
         let checks: Vec<J> = this
             .tally
             .checks
@@ -284,6 +293,7 @@ impl Partial {
             "schema": schema.to_resolved_yaml(),
             "warnings": schema.warnings,
             "sources": sources,
+            "model_labels": model_labels,
             "max_examples": this.tally.max_examples,
             "files": this.files,
             "rows": this.tally.rows,
@@ -311,6 +321,13 @@ impl Partial {
         for (i, key, from) in &raw.sources {
             let column = schema.columns.get_mut(*i).ok_or("a bound source names no column")?;
             column.bound_sources.push((key.clone(), from.clone()));
+        }
+        for (i, names, source) in &raw.model_labels {
+            let column = schema.columns.get_mut(*i).ok_or("model label names name no column")?;
+            column.model_labels = Some(crate::schema::labels::ModelLabels {
+                names: names.clone(),
+                source: source.clone(),
+            });
         }
         let validator = Validator::new(schema, raw.max_examples);
         let partial = Partial::from_raw(raw, &validator)?;
@@ -446,6 +463,9 @@ struct RawPartial {
     schema: String,
     warnings: Vec<String>,
     sources: Vec<(usize, String, String)>,
+    /// Absent from partials written before label names were compared.
+    #[serde(default)]
+    model_labels: Vec<(usize, Vec<Option<String>>, String)>,
     max_examples: usize,
     files: Vec<String>,
     rows: u64,

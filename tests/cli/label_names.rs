@@ -107,6 +107,33 @@ fn datasets_class_labels_in_another_order_than_id2label_are_errors() {
     }
     let merged = env.run(&["merge", "more.json", "swapped.json", "same.json", "--format", "json"]);
     assert_eq!(merged.stdout, one);
+    // A partial compared with another model's names (the same config.json
+    // rewritten) is another check.
+    env.python(
+        "from transformers import BertConfig\n\
+         BertConfig(num_labels=2, id2label={0: 'pos', 1: 'neg'}).save_pretrained('model')",
+    );
+    let r = env.run(&[
+        "check",
+        "-s",
+        "s.yaml",
+        "d/same.parquet",
+        "--format",
+        "json",
+        "--partial",
+    ]);
+    env.write("other.json", &r.stdout);
+    let refused = env.run(&["merge", "more.json", "other.json"]);
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains("other.json: written with another schema"),
+        "{}",
+        refused.stderr
+    );
+    env.python(
+        "from transformers import BertConfig\n\
+         BertConfig(num_labels=2, id2label={0: 'neg', 1: 'pos'}).save_pretrained('model')",
+    );
     // The same from the Arrow files of `save_to_disk`.
     let report = env.check_json(&["-s", "s.yaml", "disk"], 2);
     let errors = messages(&report, "errors");
