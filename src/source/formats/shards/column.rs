@@ -23,6 +23,35 @@ use crate::source::read::{BATCH_ROWS, Batch};
 
 use crate::error::ReadError;
 
+/// A shard's or chunk's bytes: a view of the file's map (or the one
+/// request that read an object), or decompressed.
+pub(crate) enum Data {
+    Mapped(storage::Input, bytes::Bytes),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Data::Mapped(_, b) => b,
+            Data::Owned(v) => v,
+        }
+    }
+}
+
+impl Data {
+    /// Gives a mapped file's pages back once every sample was read (a run
+    /// over many shards keeps only the ones in flight resident).
+    pub(crate) fn release(&self) {
+        if let Data::Mapped(input, _) = self
+            && let Some(m) = input.map()
+        {
+            storage::release(m, 0, m.len());
+        }
+    }
+}
+
 /// Most sample bytes gathered into one batch (at least one sample).
 pub(crate) const BATCH_BYTES: usize = 32 << 20;
 

@@ -36,11 +36,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use arrow::array::ArrayRef;
-use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::column::{self, Col};
+use super::column::{self, Col, Data};
 use crate::error::ReadError;
 use crate::source::format::{DatasetIndex, Format};
 use crate::source::formats::dtype::Dtype;
@@ -300,22 +299,6 @@ struct Chunk {
     data: Data,
     /// (start, end) of each item.
     bounds: Vec<(usize, usize)>,
-}
-
-enum Data {
-    /// The file's bytes: a view of its map, or one request for an object.
-    Mapped(Input, Bytes),
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Data {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Data::Mapped(_, b) => b,
-            Data::Owned(v) => v,
-        }
-    }
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -929,11 +912,7 @@ impl Source for LitDataSource {
                 "the chunk holds {tokens} tokens, index.json says {dim} (dim)"
             )));
         }
-        if let Data::Mapped(input, _) = &chunk.data
-            && let Some(m) = input.map()
-        {
-            storage::release(m, 0, m.len());
-        }
+        chunk.data.release();
         Ok(())
     }
 }

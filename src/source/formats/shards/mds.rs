@@ -29,10 +29,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use serde::Deserialize;
 
-use super::column::{self, Col};
+use super::column::{self, Col, Data};
 use super::mdshash;
 use crate::error::ReadError;
 use crate::source::format::{DatasetIndex, Format};
@@ -349,23 +348,6 @@ pub struct MdsSource {
     zip_hashes: mdshash::Hashes,
     /// Hashes listed in an algorithm preflight does not know.
     notes: Vec<String>,
-}
-
-/// The shard's bytes, mapped or decompressed.
-enum Data {
-    /// The file's bytes: a view of its map, or one request for an object.
-    Mapped(Input, Bytes),
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Data {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Data::Mapped(_, b) => b,
-            Data::Owned(v) => v,
-        }
-    }
 }
 
 impl MdsSource {
@@ -839,11 +821,7 @@ impl Source for MdsSource {
             .map_err(row_err)?;
             gather.sample_done(i, n, s.len(), sink)?;
         }
-        if let Data::Mapped(input, _) = &data
-            && let Some(m) = input.map()
-        {
-            storage::release(m, 0, m.len());
-        }
+        data.release();
         Ok(())
     }
 }
