@@ -385,6 +385,25 @@ fn a_delta_table_in_object_storage_reads_as_on_disk() {
     }
     let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/data/dt/"], 1);
     assert_eq!(remote["rows"], 7, "{remote}");
+    // TABLE@vN in storage reads what it reads on disk.
+    for v in 0..=2 {
+        let local = servers.check(
+            &env,
+            &["-s", "s.yaml", &format!("up/dt@v{v}")],
+            if v == 1 { 0 } else { 1 },
+        );
+        let remote = servers.check(
+            &env,
+            &["-s", "s.yaml", &format!("s3://bkt/data/dt@v{v}")],
+            if v == 1 { 0 } else { 1 },
+        );
+        assert_eq!(remote["table"]["version"], v);
+        assert_eq!(
+            crate::remote::renamed(&remote, "s3://bkt/data/", "up/"),
+            crate::remote::renamed(&local, "", ""),
+            "v{v}"
+        );
+    }
 }
 
 /// `--table-version N` reads what `TABLE@vN` reads; `--as-of TIME` the

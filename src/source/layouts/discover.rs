@@ -379,6 +379,12 @@ impl Found<'_> {
             self.files.push(DataFile::new(PathBuf::from(url)));
             return None;
         }
+        // `TABLE@vN`: that version of a Delta table in storage (one listing
+        // request for its log, only for a URL so named).
+        if named && let Some((root, version)) = tables::versioned_url(url) {
+            self.delta(Path::new(root), Some(tables::TableAt::Version(version)));
+            return None;
+        }
         match crate::source::storage::remote::list(url) {
             Err(message) => {
                 self.errors.push(Error::Discover {

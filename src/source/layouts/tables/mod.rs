@@ -146,6 +146,19 @@ pub(super) fn versioned(arg: &Path) -> Option<(std::path::PathBuf, u64)> {
     (Table::at(root) == Some(Table::Delta)).then(|| version.parse().ok().map(|v| (root.to_path_buf(), v)))?
 }
 
+/// A URL naming a version of a Delta table in storage, `TABLE@vN`, when
+/// `TABLE/_delta_log/` holds objects: the table's URL and `N`.
+pub(super) fn versioned_url(url: &str) -> Option<(&str, u64)> {
+    let (root, version) = url.rsplit_once("@v")?;
+    if version.is_empty() || !version.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let version = version.parse().ok()?;
+    let log = format!("{}/_delta_log/", root.trim_end_matches('/'));
+    let listed = crate::source::storage::remote::list_with_hidden(&log).ok()?;
+    (!listed.is_empty()).then_some((root, version))
+}
+
 /// Where a search met a table it cannot read as a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Met {
