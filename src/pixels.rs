@@ -274,6 +274,14 @@ fn check_image(
     // 8/16-bit planes: the histogram judges every pixel; the kernel runs
     // only where it checks more than the value rule.
     let fused = fusable(validator, ci).then_some(Judged { col, file, row });
+    // A fused 8/16-bit plane never reaches the kernels, which count the
+    // classes of every other.
+    if fused.is_some()
+        && matches!(plane, Plane::U8(_) | Plane::U16(..))
+        && let Some(counts) = tally.classes.get_mut(ci).filter(|c| !c.is_empty())
+    {
+        count_classes(&plane, counts);
+    }
     let array: ArrayRef = match plane {
         Plane::U8(v) => {
             // Most masks hold no bad value: one pass then says all the
@@ -367,6 +375,28 @@ fn check_image(
     match validator.check_columns(&cols, 0, file, row, tally).into_iter().next() {
         Some(e) => Err(e.message),
         None => Ok(()),
+    }
+}
+
+/// Adds one 8/16-bit image's pixels of each class (0 <= v <
+/// `counts.len()`) to `counts` (a run with splits counts its class columns).
+fn count_classes(plane: &Plane, counts: &mut [u64]) {
+    match plane {
+        Plane::U8(v) => {
+            for (class, n) in histogram_u8(v).into_iter().enumerate() {
+                if let Some(c) = counts.get_mut(class) {
+                    *c += n;
+                }
+            }
+        }
+        Plane::U16(v, _) => {
+            for &x in v {
+                if let Some(c) = counts.get_mut(usize::from(x)) {
+                    *c += 1;
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -859,7 +889,15 @@ fn check_colors(
         let c = colour(i);
         let found = map.binary_search_by_key(&key(c), |m| m.0).ok().map(|j| map[j]);
         let value = match found {
-            Some((_, _, true)) => continue,
+            Some((_, class, true)) => {
+                if let Some(c) = usize::try_from(class)
+                    .ok()
+                    .and_then(|i| tally.classes.get_mut(ci)?.get_mut(i))
+                {
+                    *c += 1;
+                }
+                continue;
+            }
             Some((_, class, false)) => Ok(class),
             None => Err(c),
         };

@@ -5,7 +5,9 @@
 //! count what is wrong and stay a branch-free loop, while this one is only
 //! paid for when the schema names its splits. A value counts when it is a
 //! class (0 <= v < num_classes, or one of `classes`); `ignore_index`,
-//! nulls and violations do not.
+//! nulls and violations do not. (Mask images whose pixels never reach the
+//! kernels, judged from a histogram or a colour map, are counted where they
+//! are decoded, in `pixels`.)
 
 use std::collections::HashMap;
 use std::ops::Range;

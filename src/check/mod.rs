@@ -278,13 +278,13 @@ impl Validator {
             };
             columns.push(ColumnCheck::new(spec.clone(), slots));
         }
-        // A run with splits reports each class column's histogram; mask
-        // pixels are judged apart from the kernels and are not counted.
+        // A run with splits reports each class column's histogram (a mask
+        // column's pixels are counted where images are decoded).
         let counted = schema
             .columns
             .iter()
             .map(|c| match classes::Classes::of(&c.values) {
-                Some(k) if !schema.splits.is_empty() && !c.is_pixels() => k.len(),
+                Some(k) if !schema.splits.is_empty() => k.len(),
                 _ => 0,
             })
             .collect();

@@ -371,3 +371,58 @@ fn splits_in_the_schema_are_checked_as_written() {
         out.stdout
     );
 }
+
+/// Mask folders as splits: every pixel counts toward its class, as NumPy
+/// reads the masks Pillow wrote (8-bit, 16-bit and 32-bit, palette, and RGB
+/// masks mapped by `colors:`); 255 is the ignored value.
+#[test]
+fn mask_pixels_count_toward_their_classes_per_split() {
+    let env = Env::new();
+    env.python(
+        r#"
+from PIL import Image
+rng = np.random.default_rng(5)
+os.makedirs("m/train"); os.makedirs("m/val"); os.makedirs("c/train"); os.makedirs("c/val")
+def classes(shape, top):
+    a = rng.integers(0, top, shape)
+    a[0, :3] = 255
+    return a
+Image.fromarray(classes((6, 7), 3).astype(np.uint8), "L").save("m/train/a.png")
+p = Image.fromarray(classes((5, 4), 4).astype(np.uint8), "P"); p.putpalette(list(range(256)) * 3); p.save("m/train/b.png")
+Image.fromarray(classes((4, 4), 4).astype(np.uint16)).save("m/val/c.png")
+Image.fromarray(classes((3, 5), 2).astype(np.int32)).save("m/val/d.tif")
+def count(folder):
+    n = [0] * 4
+    for f in sorted(os.listdir(folder)):
+        a = np.array(Image.open(os.path.join(folder, f))).astype(np.int64)
+        for v in a.ravel():
+            if 0 <= v < 4: n[v] += 1
+    return {str(i): n[i] for i in range(4)}
+colours = [(0, 0, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255)]
+def rgb(shape, path):
+    idx = rng.integers(0, 4, shape)
+    Image.fromarray(np.array(colours, np.uint8)[idx], "RGB").save(path)
+    return {str(i): int((idx == i).sum()) for i in range(4)}
+json.dump({"train": count("m/train"), "val": count("m/val"),
+           "rgb_train": rgb((5, 5), "c/train/x.png"), "rgb_val": rgb((3, 2), "c/val/y.png")}, open("masks.json", "w"))
+"#,
+    );
+    let truth = read_json(&env, "masks.json");
+    env.write(
+        "s.yaml",
+        "dataset:\n  splits: {train: m/train, val: m/val}\ncolumns:\n  pixels: {kind: class, num_classes: 4, ignore_index: 255}\n",
+    );
+    let report = env.check_json(&["-s", "s.yaml"], 0);
+    assert_eq!(report["class_counts"]["pixels"]["train"], truth["train"], "{report:#}");
+    assert_eq!(report["class_counts"]["pixels"]["val"], truth["val"], "{report:#}");
+    env.write(
+        "c.yaml",
+        "dataset:\n  splits: {train: c/train, val: c/val}\ncolumns:\n  pixels:\n    kind: class\n    num_classes: 4\n    colors: {\"0,0,0\": 0, \"255,0,0\": 1, \"0,255,0\": 2, \"0,0,255\": 3}\n",
+    );
+    let report = env.check_json(&["-s", "c.yaml"], 0);
+    assert_eq!(
+        report["class_counts"]["pixels"]["train"], truth["rgb_train"],
+        "{report:#}"
+    );
+    assert_eq!(report["class_counts"]["pixels"]["val"], truth["rgb_val"], "{report:#}");
+}
