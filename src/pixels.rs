@@ -885,15 +885,14 @@ fn check_colors(
         }
     };
     let mut counts: BTreeMap<Result<i128, [u8; 3]>, u64> = BTreeMap::new();
+    // A run with splits counts the classes (empty otherwise).
+    let mut classes = tally.classes.get_mut(ci).map(std::mem::take).unwrap_or_default();
     for i in 0..img.width * img.height {
         let c = colour(i);
         let found = map.binary_search_by_key(&key(c), |m| m.0).ok().map(|j| map[j]);
         let value = match found {
             Some((_, class, true)) => {
-                if let Some(c) = usize::try_from(class)
-                    .ok()
-                    .and_then(|i| tally.classes.get_mut(ci)?.get_mut(i))
-                {
+                if let Some(c) = usize::try_from(class).ok().and_then(|i| classes.get_mut(i)) {
                     *c += 1;
                 }
                 continue;
@@ -911,6 +910,9 @@ fn check_colors(
             tally.checks[slot].evidence.bad_whole(class);
         }
         tally.hit(slot, file, spot, || describe(value));
+    }
+    if let Some(c) = tally.classes.get_mut(ci) {
+        *c = classes;
     }
     tally.checks[slot]
         .evidence

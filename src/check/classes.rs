@@ -57,13 +57,19 @@ pub(crate) fn count(classes: &Classes, array: &dyn Array, counts: &mut [u64]) {
         Classes::Named(list) => list.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect(),
         Classes::Numbered(_) => HashMap::new(),
     };
-    let mut add = Adder { names, counts };
+    let mut add = Adder {
+        names,
+        counts,
+        weight: 1,
+    };
     add.range(array, 0..array.len());
 }
 
 struct Adder<'a> {
     names: HashMap<&'a str, usize>,
     counts: &'a mut [u64],
+    /// What one value adds: the rows using a dictionary entry.
+    weight: u64,
 }
 
 impl Adder<'_> {
@@ -71,7 +77,7 @@ impl Adder<'_> {
         if self.names.is_empty()
             && let Some(c) = usize::try_from(v).ok().and_then(|i| self.counts.get_mut(i))
         {
-            *c += 1;
+            *c += self.weight;
         }
     }
 
@@ -101,12 +107,22 @@ impl Adder<'_> {
                 }
             }
             DataType::Dictionary(_, _) => {
+                // How often each entry is used, then each used entry's class
+                // once, weighted: no per-row dispatch on the values' type.
                 let a = array.as_any_dictionary();
                 let keys = a.normalized_keys();
+                let mut used = vec![0u64; a.values().len()];
                 for i in range.filter(|&i| a.keys().is_valid(i)) {
-                    let k = keys[i];
+                    if let Some(n) = used.get_mut(keys[i]) {
+                        *n += 1;
+                    }
+                }
+                let weight = self.weight;
+                for (k, n) in used.into_iter().enumerate().filter(|&(_, n)| n > 0) {
+                    self.weight = weight.saturating_mul(n);
                     self.range(a.values().as_ref(), k..k + 1);
                 }
+                self.weight = weight;
             }
             DataType::List(_) => self.list(array.as_list::<i32>(), range),
             DataType::LargeList(_) => self.list(array.as_list::<i64>(), range),
@@ -170,7 +186,7 @@ impl Adder<'_> {
 
     fn name(&mut self, s: &str) {
         if let Some(c) = self.names.get(s).and_then(|&i| self.counts.get_mut(i)) {
-            *c += 1;
+            *c += self.weight;
         }
     }
 
@@ -229,6 +245,21 @@ mod tests {
             counted(&Classes::Named(&names), &Int64Array::from(vec![0, 1])),
             vec![0, 0]
         );
+    }
+
+    #[test]
+    fn dictionary_rows_count_their_entries_class() {
+        use arrow::array::DictionaryArray;
+        use arrow::datatypes::Int8Type;
+        let keys = arrow::array::Int8Array::from(vec![Some(0), Some(2), None, Some(2), Some(1), Some(2)]);
+        let values = Int64Array::from(vec![1, -100, 0]);
+        let a = DictionaryArray::<Int8Type>::try_new(keys, Arc::new(values)).unwrap();
+        assert_eq!(counted(&Classes::Numbered(2), &a), vec![3, 1]);
+        // A slice counts only its own rows.
+        assert_eq!(counted(&Classes::Numbered(2), &a.slice(3, 2)), vec![1, 0]);
+        let names = vec!["cat".to_string(), "dog".to_string()];
+        let d: DictionaryArray<Int8Type> = vec!["dog", "cat", "dog", "eel"].into_iter().collect();
+        assert_eq!(counted(&Classes::Named(&names), &d), vec![1, 2]);
     }
 
     #[test]

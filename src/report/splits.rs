@@ -276,19 +276,22 @@ fn key(k: &Classes, i: usize) -> String {
     }
 }
 
+/// Classes, at most 12 of them.
 fn listed(items: impl Iterator<Item = String>) -> String {
-    let all: Vec<String> = items.collect();
-    let mut shown: Vec<String> = all.iter().take(12).cloned().collect();
-    if all.len() > 12 {
-        shown.push(format!("and {} more", all.len() - 12));
-    }
-    shown.join(", ")
+    at_most(items.collect(), 12)
 }
 
+/// Names in backquotes, at most 8 of them.
 fn quoted(names: &[&str]) -> String {
-    let mut s: Vec<String> = names.iter().take(8).map(|n| format!("`{n}`")).collect();
-    if names.len() > 8 {
-        s.push(format!("and {} more", names.len() - 8));
+    at_most(names.iter().map(|n| format!("`{n}`")).collect(), 8)
+}
+
+/// `a, b, c, and 4 more`: the first `shown` items.
+fn at_most(mut items: Vec<String>, shown: usize) -> String {
+    if items.len() > shown {
+        let more = items.len() - shown;
+        items.truncate(shown);
+        items.push(format!("and {more} more"));
     }
-    s.join(", ")
+    items.join(", ")
 }

@@ -341,6 +341,9 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
 /// Checks some work units (as listed by [`plan_units`]) and returns their
 /// partial result; units of a split count into that split.
 pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) -> Partial {
+    if units.iter().all(|u| u.split.is_none()) {
+        return check_unsplit(validator, units, opts);
+    }
     let mut splits: Vec<Option<&str>> = units.iter().map(|u| u.split.as_deref()).collect();
     splits.sort_unstable();
     splits.dedup();

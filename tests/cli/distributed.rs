@@ -55,16 +55,8 @@ fn any_split_merged_in_any_order_gives_the_single_run_report() {
     let validator = Validator::new(schema, 3);
     // Every row group a unit; files named as the CLI (run in the temporary
     // directory) names them, opened by their full path.
-    let units: Vec<WorkUnit> = preflight::plan_paths(&[env.path("d")], 1, &Default::default())
-        .into_iter()
-        .map(|mut u| {
-            let relative = std::path::Path::new(&u.file)
-                .strip_prefix(env.dir.path())
-                .expect("below");
-            u.file = relative.to_string_lossy().into_owned();
-            u
-        })
-        .collect();
+    let units: Vec<WorkUnit> =
+        crate::util::relative_units(&env, preflight::plan_paths(&[env.path("d")], 1, &Default::default()));
     assert!(units.len() > 15, "row groups are units: {}", units.len());
     let opts = ScanOptions {
         jobs: 1,

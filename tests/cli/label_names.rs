@@ -5,9 +5,7 @@
 //! and `save_to_disk` Arrow files), image folders as torchvision's
 //! `find_classes` lists them, COCO categories and the schema's `classes`.
 
-use serde_json::Value;
-
-use crate::util::{Env, hits};
+use crate::util::{Env, hits, messages, read_json};
 
 /// A model config with names, one with transformers' default names, and
 /// datasets whose ClassLabel is in the model's order, reversed, or longer.
@@ -35,26 +33,6 @@ json.dump({"model": [cfg["id2label"][str(i)] for i in range(2)],
            "swapped": swapped.features["label"].names,
            "plain": json.load(open("plain/config.json"))["id2label"]}, open("names.json", "w"))
 "#;
-
-fn read_json(env: &Env, rel: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(env.path(rel)).expect("read")).expect("json")
-}
-
-fn messages(report: &Value, key: &str) -> Vec<String> {
-    report[key]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| match e {
-            Value::String(s) => s.clone(),
-            e => format!(
-                "{}: {}",
-                e["file"].as_str().unwrap_or(""),
-                e["message"].as_str().unwrap_or("")
-            ),
-        })
-        .collect()
-}
 
 #[test]
 fn datasets_class_labels_in_another_order_than_id2label_are_errors() {

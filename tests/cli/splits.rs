@@ -6,33 +6,12 @@
 //! for Parquet labels, `datasets`' `ClassLabel` for their names, the
 //! annotation files for COCO.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use preflight::report::json as report_json;
-use preflight::scan::{ScanOptions, WorkUnit};
-use preflight::{Partial, Plan};
+use preflight::Plan;
+use preflight::scan::ScanOptions;
 
-use crate::util::Env;
-
-fn strings(report: &Value, key: &str) -> Vec<String> {
-    report[key]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| match e {
-            Value::String(s) => s.clone(),
-            e => format!(
-                "{}: {}",
-                e["file"].as_str().unwrap_or(""),
-                e["message"].as_str().unwrap_or("")
-            ),
-        })
-        .collect()
-}
-
-fn read_json(env: &Env, rel: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(env.path(rel)).expect("read")).expect("json")
-}
+use crate::util::{Env, merged_from_workers, messages, read_json, relative_units};
 
 /// Image folders whose validation split lacks a class folder: torchvision
 /// numbers each split on its own, so `c` is class 1 in val and 2 in train.
@@ -84,7 +63,7 @@ fn image_folder_splits_with_other_class_folders_are_an_error_and_counted_as_torc
         ])
     );
     assert_eq!(
-        strings(&report, "errors"),
+        messages(&report, "errors"),
         vec![
             ": column `label`: split `val` (its class folders) and split `train` (its class folders) name the \
              classes differently (`val` lacks `b`, class 1 is `b` in `train` but `c` in `val`; 3 vs 2 classes): \
@@ -95,7 +74,7 @@ fn image_folder_splits_with_other_class_folders_are_an_error_and_counted_as_torc
     );
     // val's class 2 does not exist: torchvision never yields it there.
     assert_eq!(
-        strings(&report, "warnings"),
+        messages(&report, "warnings"),
         vec![
             "column `label`: split `val` has no sample of 1 of its 3 classes: 2 `c`; its metrics say nothing about them"
         ]
@@ -183,7 +162,7 @@ fn parquet_splits_count_classes_compare_class_labels_and_merge_as_one_run() {
     // The bad label is a violation of its own, not a class.
     assert_eq!(report["violations"], 1);
     assert_eq!(
-        strings(&report, "errors"),
+        messages(&report, "errors"),
         vec![
             "p/test.parquet: column `label`: split `test` (p/test.parquet: the file's `datasets` ClassLabel) and \
              split `train` (p/train/part-0.parquet: the file's `datasets` ClassLabel) name the classes differently \
@@ -194,7 +173,7 @@ fn parquet_splits_count_classes_compare_class_labels_and_merge_as_one_run() {
         ]
     );
     assert_eq!(
-        strings(&report, "warnings"),
+        messages(&report, "warnings"),
         vec![
             "column `label`: split `train` has no sample of 1 of its 4 classes: 3 `d`; the model never learns them (check num_classes and the data)",
             "column `label`: split `val` has 2 samples of 1 class that split `train` never has: 3 `d`; the model never learns them, and evaluation counts them against it",
@@ -242,39 +221,9 @@ fn parquet_splits_count_classes_compare_class_labels_and_merge_as_one_run() {
         table_at: None,
     };
     let (validator, units) = preflight::plan_units(&plan, 1).expect("plan");
-    let units: Vec<WorkUnit> = units
-        .into_iter()
-        .map(|mut u| {
-            let relative = std::path::Path::new(&u.file)
-                .strip_prefix(env.dir.path())
-                .expect("below");
-            u.file = relative.to_string_lossy().into_owned();
-            u
-        })
-        .collect();
+    let units = relative_units(&env, units);
     assert!(units.iter().all(|u| u.split.is_some()), "{units:?}");
-    let opts = ScanOptions {
-        jobs: 1,
-        ..ScanOptions::default()
-    };
-    let mut texts = Vec::new();
-    for part in 0..3 {
-        let mine: Vec<WorkUnit> = units
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| i % 3 == part)
-            .map(|(_, u)| u.clone())
-            .collect();
-        let checked = preflight::scan::check_units(&validator, &mine, &opts);
-        let state = checked.to_json(&validator);
-        texts.push(report_json::render_with(&checked.report(&validator), Some(state)));
-    }
-    let mut merged = validator.partial();
-    for text in texts.iter().rev() {
-        let doc: Value = serde_json::from_str(text).unwrap();
-        merged.merge(Partial::from_json(&doc["partial"]).unwrap().0);
-    }
-    assert_eq!(report_json::render(&merged.report(&validator)), one.stdout);
+    assert_eq!(merged_from_workers(&validator, &units, 3), one.stdout);
 }
 
 #[test]
@@ -313,7 +262,7 @@ json.dump({f: dict(Counter(a["category_id"] for a in json.load(open(f))["annotat
         // Raw ids: 0 is no category (torchvision's CocoDetection).
         assert_eq!(counts["0"], 0);
     }
-    let errors = strings(&report, "errors");
+    let errors = messages(&report, "errors");
     assert_eq!(errors.len(), 1, "{errors:#?}");
     assert!(
         errors[0].starts_with("val.json: column `category_id`: split `val` (val.json: the COCO categories")

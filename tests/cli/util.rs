@@ -188,3 +188,72 @@ pub fn hits(report: &Value, column: &str, rule: &str) -> (u64, Vec<(String, u64,
 pub fn rows(report: &Value, column: &str, rule: &str) -> Vec<u64> {
     hits(report, column, rule).1.into_iter().map(|(_, r, _)| r).collect()
 }
+
+/// A report's `errors` (each as `file: message`) or `warnings`.
+pub fn messages(report: &Value, key: &str) -> Vec<String> {
+    report[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| match e {
+            Value::String(s) => s.clone(),
+            e => format!(
+                "{}: {}",
+                e["file"].as_str().unwrap_or(""),
+                e["message"].as_str().unwrap_or("")
+            ),
+        })
+        .collect()
+}
+
+/// A JSON file the test wrote (an oracle's answer).
+pub fn read_json(env: &Env, rel: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(env.path(rel)).expect("read")).expect("json")
+}
+
+/// Units of a plan made with full paths, their files named as the CLI (run
+/// in the temporary directory) names them; still opened by full path.
+pub fn relative_units(env: &Env, units: Vec<preflight::scan::WorkUnit>) -> Vec<preflight::scan::WorkUnit> {
+    units
+        .into_iter()
+        .map(|mut u| {
+            let relative = Path::new(&u.file).strip_prefix(env.dir.path()).expect("below");
+            u.file = relative.to_string_lossy().into_owned();
+            u
+        })
+        .collect()
+}
+
+/// `units` checked as `parts` workers would (unit i by worker i % parts),
+/// each worker's partial carried across JSON, merged in reverse order: the
+/// merged report as `--format json` prints it.
+pub fn merged_from_workers(
+    validator: &preflight::Validator,
+    units: &[preflight::scan::WorkUnit],
+    parts: usize,
+) -> String {
+    use preflight::report::json;
+    let opts = preflight::ScanOptions {
+        jobs: 1,
+        ..Default::default()
+    };
+    let texts: Vec<String> = (0..parts)
+        .map(|part| {
+            let mine: Vec<preflight::scan::WorkUnit> = units
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % parts == part)
+                .map(|(_, u)| u.clone())
+                .collect();
+            let checked = preflight::scan::check_units(validator, &mine, &opts);
+            let state = checked.to_json(validator);
+            json::render_with(&checked.report(validator), Some(state))
+        })
+        .collect();
+    let mut merged = validator.partial();
+    for text in texts.iter().rev() {
+        let doc: Value = serde_json::from_str(text).expect("json");
+        merged.merge(preflight::Partial::from_json(&doc["partial"]).expect("partial").0);
+    }
+    json::render(&merged.report(validator))
+}
