@@ -81,6 +81,11 @@ impl Blob {
         Blob::File(Arc::new(file))
     }
 
+    /// The local file at `path`, opened.
+    pub(crate) fn open(path: &std::path::Path) -> io::Result<Blob> {
+        File::open(path).map(Blob::file)
+    }
+
     /// The file's length in bytes.
     pub(crate) fn size(&self) -> io::Result<u64> {
         match self {

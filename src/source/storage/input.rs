@@ -19,14 +19,20 @@ use std::sync::Arc;
 use bytes::Bytes;
 use memmap2::Mmap;
 
+use super::PosReader;
 use super::remote::{self, Object};
+use super::window::{Forward, Hops, Window};
 use crate::error::ReadError;
 
 /// A data file: local (memory-mapped) or an object in storage.
 pub(crate) enum Input {
     /// A local file and its map (`None` when the file is empty: an empty
     /// file cannot be mapped, and holds nothing).
-    Local { path: PathBuf, map: Option<Arc<Mmap>> },
+    Local {
+        path: PathBuf,
+        file: Arc<File>,
+        map: Option<Arc<Mmap>>,
+    },
     /// An object in storage and its size.
     Remote { object: Object, size: u64 },
 }
@@ -62,6 +68,7 @@ impl Input {
         };
         Ok(Input::Local {
             path: path.to_path_buf(),
+            file: Arc::new(file),
             map,
         })
     }
@@ -139,6 +146,32 @@ impl Input {
         }
     }
 
+    /// Bytes `range` for a reader that hops over most of them: the local
+    /// file read by position (only what is touched), or the object's range
+    /// in one request.
+    pub(crate) fn window(&self, range: Range<u64>) -> Result<Window, ReadError> {
+        match self {
+            Input::Local { file, .. } => Ok(Window::Local(PosReader::new(
+                Arc::clone(file),
+                range.start..range.end.min(self.size()),
+            ))),
+            Input::Remote { .. } => Ok(Window::Remote(std::io::Cursor::new(self.bytes(range)?))),
+        }
+    }
+
+    /// The whole file for a reader that skips ahead: the local file read by
+    /// position, skipped bytes never read; the object streamed (as
+    /// [`Input::reader`]), skipped bytes read and dropped.
+    pub(crate) fn hops(&self) -> Result<Hops, ReadError> {
+        match self {
+            Input::Local { file, .. } => Ok(Hops::Local(PosReader::new(Arc::clone(file), 0..self.size()))),
+            Input::Remote { object, .. } => Ok(Hops::Remote(Forward::new(std::io::BufReader::with_capacity(
+                256 << 10,
+                object.clone().stream()?,
+            )))),
+        }
+    }
+
     /// The whole file: the map, or one request for the object.
     pub(crate) fn all(&self) -> Result<Bytes, ReadError> {
         self.bytes(0..self.size())
@@ -179,6 +212,22 @@ mod tests {
         let mut text = String::new();
         input.reader().unwrap().read_to_string(&mut text).unwrap();
         assert_eq!(text, "0123456789");
+
+        // A window ends where its range ends; hops skip ahead.
+        let input = Input::open(&path).unwrap();
+        let mut window = input.window(2..5).unwrap();
+        let mut text = String::new();
+        window.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "234");
+        assert_eq!(std::io::Seek::seek(&mut window, std::io::SeekFrom::End(-1)).unwrap(), 2);
+        let mut last = [0u8; 4];
+        assert_eq!(window.read(&mut last).unwrap(), 1);
+        assert_eq!(last[0], b'4');
+        let mut hops = input.hops().unwrap();
+        std::io::Seek::seek(&mut hops, std::io::SeekFrom::Current(7)).unwrap();
+        let mut text = String::new();
+        hops.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "789");
 
         let empty = dir.path().join("empty.bin");
         std::fs::write(&empty, b"").unwrap();

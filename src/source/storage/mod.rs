@@ -1,16 +1,16 @@
 //! Storage: how a file's bytes are reached, apart from what they mean.
 //!
-//! Formats ask for bytes here: a local file memory-mapped (with its pages
-//! populated ahead of a scan and released behind it, so resident memory is
-//! the work in flight, not the file) or read by position; or an object in
-//! storage ([`remote`]), whose byte ranges are fetched ahead of a read and
-//! then read by position like a file (`Blob`). Formats ask for bytes in
-//! the shape they need and this module alone tells a local file from an
-//! object: `Input` (ranges over a local map or an object), `read_whole`
-//! (a small file), `head` (its first bytes), `sequential` (a read in
-//! order), `seekable` (reads by position) and `stat`. What a format still decides itself is a strategy,
-//! not a location: seeking a local tar or TFRecord file in place where an
-//! object is read by planned ranges.
+//! Formats ask for bytes in the shape they need, and this module alone
+//! tells a local file from an object ([`remote`]): `Input` (ranges, a
+//! window for hopping over a part, the whole read by hops or in order),
+//! `Blob` (what Parquet's reads fetched), `read_whole`, `head`,
+//! `sequential`, `seekable`, `parse_start`, `in_place` and `stat`. Each
+//! shape has a local strategy (a memory map scanned in place, reads by
+//! position that skip for free, pages released behind a scan so resident
+//! memory is the work in flight) and an object strategy (ranged requests
+//! planned ahead, a part fetched in one request, a stream in order); a
+//! format that wants a local fast path asks for the map and gets `None`
+//! for an object.
 
 mod awsprofile;
 mod blob;
@@ -19,11 +19,13 @@ mod input;
 mod positioned;
 pub mod remote;
 mod seekable;
+mod window;
 
 pub(crate) use blob::{Blob, Fetched};
 pub(crate) use input::Input;
 pub(crate) use positioned::PosReader;
 pub(crate) use seekable::{Seekable, seekable};
+pub(crate) use window::Window;
 
 /// Whether a file is there: a local regular file, or an object a listing
 /// found (else one request for its size). Readers ask it of a sidecar (a
@@ -59,6 +61,48 @@ pub(crate) fn read_whole(
     let mut bytes = Vec::with_capacity(len as usize);
     std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut bytes)?;
     Ok(bytes.into())
+}
+
+/// A local file's map, for a reader with a fast path that scans the file
+/// in place; `None` for an object (read in order instead) or an empty file.
+pub(crate) fn in_place(
+    path: &std::path::Path,
+) -> Result<Option<std::sync::Arc<memmap2::Mmap>>, crate::error::ReadError> {
+    if remote::is_url(path) {
+        return Ok(None);
+    }
+    Ok(Input::open(path)?.map().cloned())
+}
+
+/// A reader by position with a buffer: what a parser of a file's start
+/// reads through.
+pub(crate) trait BufSeek: std::io::BufRead + std::io::Seek {}
+
+impl<R: std::io::BufRead + std::io::Seek> BufSeek for R {}
+
+/// `parse` run on a file it reads near the start of (an image's header): a
+/// local file through a small buffer, by position; an object's first
+/// `head` bytes fetched in one request, and the whole object only when
+/// `parse` fails on them. The outer error is the file's (not there, not
+/// readable), the inner one `parse`'s.
+pub(crate) fn parse_start<T, E>(
+    path: &std::path::Path,
+    head: u64,
+    parse: impl Fn(&mut dyn BufSeek) -> Result<T, E>,
+) -> Result<Result<T, E>, crate::error::ReadError> {
+    if !remote::is_url(path) {
+        let file = std::fs::File::open(path)?;
+        return Ok(parse(&mut std::io::BufReader::with_capacity(16 << 10, file)));
+    }
+    let input = Input::open(path)?;
+    let start = input.bytes(0..input.size().min(head))?;
+    match parse(&mut std::io::Cursor::new(&start[..])) {
+        Err(_) if input.size() > head => {
+            let all = input.all()?;
+            Ok(parse(&mut std::io::Cursor::new(&all[..])))
+        }
+        parsed => Ok(parsed),
+    }
 }
 
 /// Up to the first `n` bytes of a file or object (fewer when it is

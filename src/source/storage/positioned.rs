@@ -7,16 +7,19 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::sync::Arc;
 
 /// Bytes fetched per buffered read: a tar header and a small member's data.
 const BUF: usize = 4096;
 
-/// A `Read + Seek` over a file by positioned reads (`pread`), its
-/// positions counted from where it starts (so a reader started mid-file
-/// sees a stream that begins there).
+/// A `Read + Seek` over a part of a file by positioned reads (`pread`), its
+/// positions counted from where the part starts (so a reader started
+/// mid-file sees a stream that begins there) and ending where it ends.
 pub(crate) struct PosReader {
-    file: File,
+    file: Arc<File>,
     base: u64,
+    end: u64,
     pos: u64,
     buf: Box<[u8; BUF]>,
     /// File offset of `buf[0]` and how many bytes of `buf` are valid.
@@ -25,12 +28,13 @@ pub(crate) struct PosReader {
 }
 
 impl PosReader {
-    /// Reads `file` from offset `start`, which is its position 0.
-    pub(crate) fn new(file: File, start: u64) -> PosReader {
+    /// Reads bytes `range` of `file`; `range.start` is its position 0.
+    pub(crate) fn new(file: Arc<File>, range: Range<u64>) -> PosReader {
         PosReader {
             file,
-            base: start,
-            pos: start,
+            base: range.start,
+            end: range.end.max(range.start),
+            pos: range.start,
             buf: Box::new([0; BUF]),
             buf_at: 0,
             buf_len: 0,
@@ -52,6 +56,9 @@ pub(super) fn read_at(file: &File, dst: &mut [u8], at: u64) -> io::Result<usize>
 
 impl Read for PosReader {
     fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        let left = self.end.saturating_sub(self.pos);
+        let len = usize::try_from(left).unwrap_or(usize::MAX).min(dst.len());
+        let dst = &mut dst[..len];
         if dst.is_empty() {
             return Ok(0);
         }
@@ -63,7 +70,8 @@ impl Read for PosReader {
                 return Ok(n);
             }
             self.buf_len = 0;
-            self.buf_len = read_at(&self.file, &mut self.buf[..], self.pos)?;
+            let want = usize::try_from(left).unwrap_or(usize::MAX).min(BUF);
+            self.buf_len = read_at(&self.file, &mut self.buf[..want], self.pos)?;
             self.buf_at = self.pos;
             if self.buf_len == 0 {
                 return Ok(0);
@@ -82,7 +90,7 @@ impl Seek for PosReader {
         let target = match to {
             SeekFrom::Start(p) => self.base.checked_add(p),
             SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-            SeekFrom::End(d) => self.file.metadata()?.len().checked_add_signed(d),
+            SeekFrom::End(d) => self.end.checked_add_signed(d),
         };
         match target {
             Some(t) if t >= self.base => {

@@ -716,6 +716,7 @@ pub fn traffic() -> (u64, u64) {
 
 /// One object, read by ranges pinned to the version its first response
 /// came from.
+#[derive(Clone)]
 pub struct Object {
     store: Store,
     key: ObjPath,

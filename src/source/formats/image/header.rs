@@ -13,8 +13,7 @@
 //! [`super::MAX_PIXELS`] pixels is an error, as Pillow's `Image.open`
 //! raises `DecompressionBombError` on it.
 
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::{Kind, check_size};
@@ -34,34 +33,13 @@ pub struct Header {
     pub orientation: u16,
 }
 
-/// The header of the image file at `path`.
-pub fn header_of_file(path: &Path) -> Result<Header, String> {
-    if crate::source::storage::remote::is_url(path) {
-        return header_of_object(path);
-    }
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    header_of(BufReader::with_capacity(16 << 10, file))
-}
-
 /// Bytes of an object's start fetched for its header: a JPEG's EXIF block
 /// and frame header lie within them in practice.
 const OBJECT_HEAD: u64 = 256 << 10;
 
-/// The header of an object in storage: one ranged GET of its first
-/// [`OBJECT_HEAD`] bytes, and of the whole object only when they do not
-/// hold the header.
-fn header_of_object(path: &Path) -> Result<Header, String> {
-    let input = crate::source::storage::Input::open(path).map_err(|e| e.to_string())?;
-    let head = input
-        .bytes(0..input.size().min(OBJECT_HEAD))
-        .map_err(|e| e.to_string())?;
-    match header_of(std::io::Cursor::new(&head[..])) {
-        Err(_) if input.size() > OBJECT_HEAD => {
-            let all = input.all().map_err(|e| e.to_string())?;
-            header_of(std::io::Cursor::new(&all[..]))
-        }
-        r => r,
-    }
+/// The header of the image file (or object) at `path`.
+pub fn header_of_file(path: &Path) -> Result<Header, String> {
+    crate::source::storage::parse_start(path, OBJECT_HEAD, |r| header_of(r)).map_err(|e| e.to_string())?
 }
 
 /// The (width, height) of the image `r` holds, read from its header.

@@ -47,10 +47,10 @@ pub(crate) fn is_cache_folder(dir: &Path) -> bool {
 }
 
 /// Whether `path` is an index mapping of a local `datasets` folder that a
-/// run reads as the dataset it maps (`indices` is not a schema column).
+/// run reads as the dataset it maps (`indices` is not a schema column; an
+/// object is never one, as its folder is no local directory).
 pub(crate) fn is_mapping(path: &Path, columns: &[String]) -> bool {
-    !crate::source::storage::remote::is_url(path)
-        && !columns.iter().any(|c| c == "indices")
+    !columns.iter().any(|c| c == "indices")
         && path.extension().is_some_and(|e| e == "arrow")
         && path
             .parent()

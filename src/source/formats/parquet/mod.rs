@@ -33,7 +33,6 @@ mod shape;
 mod thrift;
 mod values;
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -236,7 +235,7 @@ impl ColumnReader<'_> {
 impl ParquetSource {
     /// Opens `path` and reads its footer.
     pub fn open(path: &Path) -> Result<ParquetSource, ReadError> {
-        let file = Blob::file(File::open(path)?);
+        let file = Blob::open(path)?;
         ParquetSource::with_footer(Origin::Local(path.to_path_buf()), &file)
     }
 
@@ -622,7 +621,7 @@ impl ParquetSource {
     /// levels reads (see [`ParquetSource::level_prefix`]).
     fn blob(&self, unit: usize, leaves: &[usize], levels_only: &[usize]) -> Result<Blob, ReadError> {
         let (object, held) = match &self.origin {
-            Origin::Local(path) => return Ok(Blob::file(File::open(path)?)),
+            Origin::Local(path) => return Ok(Blob::open(path)?),
             Origin::Remote { object, held } => (object, &held.parts),
         };
         let rg = self.meta.metadata().row_group(unit);
@@ -856,7 +855,7 @@ impl ParquetSource {
                 let range = self.in_file(start, chunk.data_page_offset() - start).ok()?;
                 let end = range.end;
                 let blob = match &self.origin {
-                    Origin::Local(path) => Blob::file(File::open(path).ok()?),
+                    Origin::Local(path) => Blob::open(path).ok()?,
                     Origin::Remote { object, held } => self.fetch(object, &held.parts, vec![range], Vec::new()).ok()?,
                 };
                 Some((blob, Some(end)))
@@ -868,7 +867,7 @@ impl ParquetSource {
     /// The whole of one column chunk: the local file, or the chunk fetched.
     fn chunk_blob(&self, unit: usize, leaf: usize) -> Option<Blob> {
         match &self.origin {
-            Origin::Local(path) => File::open(path).ok().map(Blob::file),
+            Origin::Local(path) => Blob::open(path).ok(),
             Origin::Remote { .. } => self.blob(unit, &[leaf], &[]).ok(),
         }
     }
@@ -1239,6 +1238,7 @@ fn plain_integers(t: &arrow::datatypes::DataType) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
     use std::process::Command;
 
     use arrow::array::{Array, AsArray};
@@ -1567,7 +1567,7 @@ mod own_values {
     fn read_all(path: &Path, own: bool) -> Result<(Vec<ArrayRef>, usize), ReadError> {
         let mut src = ParquetSource::open(path).unwrap();
         src.own_values = own;
-        let file = Blob::file(File::open(path).unwrap());
+        let file = Blob::open(path).unwrap();
         let mut out = Vec::new();
         let mut planned = 0;
         for c in 0..src.columns().len() {
@@ -1782,7 +1782,7 @@ pl.from_arrow(t).write_parquet('polars.parquet', compression='uncompressed', dat
                     src.own_values = true;
                     // Only what the own decoder reads (a page header
                     // naming another encoding leaves the chunk to arrow-rs).
-                    let file = Blob::file(File::open(&bad).unwrap());
+                    let file = Blob::open(&bad).unwrap();
                     if src.value_plan(&file, 0, 0).is_none() {
                         continue;
                     }

@@ -112,12 +112,10 @@ fn whole_file(path: &Path) -> Result<bytes::Bytes, ReadError> {
 /// (then opening it is the file's error). Other JSON (`state.json`,
 /// `index.json`, configs) is skipped.
 pub fn is_coco(path: &Path) -> bool {
-    let Ok(mut file) = std::fs::File::open(path) else {
+    let Ok(head) = crate::source::storage::head(path, SNIFF_BYTES) else {
         return false;
     };
-    let mut head = vec![0u8; SNIFF_BYTES];
-    let n = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
-    let head = &head[..n];
+    let head = &head[..];
     let text = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head).trim_ascii_start();
     let names_one = [&b"\"images\""[..], b"\"annotations\"", b"\"categories\""]
         .iter()
@@ -125,7 +123,7 @@ pub fn is_coco(path: &Path) -> bool {
     if !text.starts_with(b"{") || !names_one {
         return false;
     }
-    let Ok(bytes) = std::fs::read(path) else { return true };
+    let Ok(bytes) = whole_file(path) else { return true };
     let mut keys = Keys::default();
     let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     let mut de = serde_json::Deserializer::from_slice(body);

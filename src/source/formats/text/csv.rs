@@ -26,8 +26,10 @@ use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use ::csv::ByteRecord;
+use memmap2::Mmap;
 
 use super::column::{self, BATCH_BYTES, ColumnBuilder, MAX_RECORD_BYTES};
 use crate::error::ReadError;
@@ -63,7 +65,7 @@ const CHUNK_BYTES: usize = 16 << 20;
 /// A quote-free file, mapped, and its chunks.
 #[derive(Debug)]
 struct Fast {
-    data: memmap2::Mmap,
+    data: Arc<Mmap>,
     chunks: Vec<Chunk>,
 }
 
@@ -146,9 +148,11 @@ impl CsvSource {
             })
             .collect();
         let body_start = rdr.position().byte();
-        // An object in storage is read in order (a map needs a local file).
-        if column::Compression::of(path) == column::Compression::None && !crate::source::storage::remote::is_url(path) {
-            source.fast = Fast::plan(path, body_start, fast_min, chunk_bytes)?;
+        // A local file is scanned in place; an object is read in order.
+        if column::Compression::of(path) == column::Compression::None
+            && let Some(data) = storage::in_place(path)?
+        {
+            source.fast = Fast::plan(data, body_start, fast_min, chunk_bytes);
         }
         Ok(source)
     }
@@ -313,21 +317,15 @@ impl Source for CsvSource {
 }
 
 impl Fast {
-    /// Maps `path` and cuts its body (from `body_start`) into chunks, or
+    /// Cuts the mapped file's body (from `body_start`) into chunks, or
     /// `None` when the file is too small, holds a quote, or a carriage
     /// return that does not end a line (the `csv` reader's other record
     /// terminator): then the sequential reader handles it.
-    fn plan(path: &Path, body_start: u64, fast_min: u64, chunk_bytes: usize) -> Result<Option<Fast>, ReadError> {
+    fn plan(data: Arc<Mmap>, body_start: u64, fast_min: u64, chunk_bytes: usize) -> Option<Fast> {
         use rayon::prelude::*;
-        let file = std::fs::File::open(path)?;
-        if file.metadata()?.len() < fast_min {
-            return Ok(None);
+        if (data.len() as u64) < fast_min {
+            return None;
         }
-        // SAFETY: the map is read-only; preflight never writes the file, and
-        // a file truncated under it by another process is a risk every
-        // memory-mapped reader (NumPy's np.load(mmap_mode='r') included)
-        // accepts.
-        let data = unsafe { memmap2::Mmap::map(&file)? };
         let body_start = usize::try_from(body_start).unwrap_or(usize::MAX).min(data.len());
         let mut bounds = vec![body_start];
         let mut at = body_start;
@@ -352,7 +350,7 @@ impl Fast {
             })
             .collect();
         if counts.iter().any(|c| !c.2) {
-            return Ok(None);
+            return None;
         }
         let mut row = 0u64;
         let mut line = 1 + memchr::memchr_iter(b'\n', &data[..body_start]).count() as u64;
@@ -375,7 +373,7 @@ impl Fast {
                 first_line: line,
             });
         }
-        Ok(Some(Fast { data, chunks }))
+        Some(Fast { data, chunks })
     }
 
     /// Reads one chunk as the sequential reader would read its records.

@@ -24,7 +24,6 @@ mod framing;
 mod proto;
 mod skim;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -89,15 +88,6 @@ struct Unit {
     offset: usize,
     first_row: u64,
     rows: u64,
-}
-
-/// Keeps the map alive under the `Bytes` that slice it.
-struct MapOwner(Arc<Mmap>);
-
-impl AsRef<[u8]> for MapOwner {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
 }
 
 /// A TFRecord file, listed and ready to read.
@@ -234,78 +224,15 @@ impl TfRecordSource {
             kinds: Vec::new(),
         };
         let mut units = Vec::new();
-        let remote = storage::remote::is_url(path);
+        let input = Input::open(path)?;
         let mut object = None;
-        let map = if gzip || remote {
-            // Listed in order as it streams; an uncompressed object is then
-            // split into units at record starts (as a local file is), each
-            // read by one ranged request.
-            let input = Input::open(path)?;
-            let size = input.size();
-            let mut records = StreamRecords {
-                reader: stream(path, gzip)?,
-                record: 0,
-                total: (!gzip).then_some(size),
-                pos: 0,
-            };
-            let (mut offset, mut unit_start) = (0usize, 0usize);
-            units.push(Unit {
-                offset: 0,
-                first_row: 0,
-                rows: 0,
-            });
-            loop {
-                let r = records.record;
-                let data = match records.next_record() {
-                    Ok(Some(data)) => data,
-                    Ok(None) => break,
-                    Err(e) if r == 0 && !gzip && size >= 2 => {
-                        if input.bytes(0..2)?[..] == [0x1f, 0x8b] {
-                            return Err(ReadError::new(format!(
-                                "{}; the file is gzip-compressed: name it .gz",
-                                e.message
-                            )));
-                        }
-                        return Err(e);
-                    }
-                    Err(e) => return Err(e),
-                };
-                if !gzip && offset - unit_start >= unit_bytes {
-                    if let Some(u) = units.last_mut() {
-                        u.rows = r - u.first_row;
-                    }
-                    units.push(Unit {
-                        offset,
-                        first_row: r,
-                        rows: 0,
-                    });
-                    unit_start = offset;
-                }
-                offset += data.len() + 16;
-                lister
-                    .record(data, r)
-                    .map_err(|e| ReadError::new(e).at(format!("record {r}")))?;
-            }
-            if let Some(u) = units.last_mut() {
-                u.rows = records.record - u.first_row;
-            }
-            if !gzip {
-                // As a local file: no record, no unit.
-                if records.record == 0 {
-                    units.clear();
-                }
-                object = Some(input);
-            }
-            None
-        } else {
-            let file = File::open(path)?;
-            // SAFETY: read-only map of a file preflight does not write; a
-            // file changed underneath gives wrong values, not unsafety here.
-            let map = Arc::new(unsafe { Mmap::map(&file)? });
-            let all = Bytes::from_owner(MapOwner(Arc::clone(&map)));
+        // A local file is listed in place (its map); a compressed one, or an
+        // object, as it streams.
+        let map = if let Some(map) = input.map().filter(|_| !gzip).cloned() {
+            let all = input.all()?;
             // Large records are listed by position (see `skim`): headers
             // too, while the records are large.
-            let mut cursor = skim::Cursor::new(storage::PosReader::new(file.try_clone()?, 0));
+            let mut cursor = skim::Cursor::new(input.window(0..input.size())?);
             let mut skimmed = skim::Skimmed::default();
             let mut large = true;
             // The next record's offset and number.
@@ -369,6 +296,66 @@ impl TfRecordSource {
             }
             storage::release(&map, 0, map.len());
             Some((map, all))
+        } else {
+            // Listed in order as it streams; an uncompressed object is then
+            // split into units at record starts (as a local file is), each
+            // read by one ranged request.
+            let size = input.size();
+            let mut records = StreamRecords {
+                reader: stream(path, gzip)?,
+                record: 0,
+                total: (!gzip).then_some(size),
+                pos: 0,
+            };
+            let (mut offset, mut unit_start) = (0usize, 0usize);
+            units.push(Unit {
+                offset: 0,
+                first_row: 0,
+                rows: 0,
+            });
+            loop {
+                let r = records.record;
+                let data = match records.next_record() {
+                    Ok(Some(data)) => data,
+                    Ok(None) => break,
+                    Err(e) if r == 0 && !gzip && size >= 2 => {
+                        if input.bytes(0..2)?[..] == [0x1f, 0x8b] {
+                            return Err(ReadError::new(format!(
+                                "{}; the file is gzip-compressed: name it .gz",
+                                e.message
+                            )));
+                        }
+                        return Err(e);
+                    }
+                    Err(e) => return Err(e),
+                };
+                if !gzip && offset - unit_start >= unit_bytes {
+                    if let Some(u) = units.last_mut() {
+                        u.rows = r - u.first_row;
+                    }
+                    units.push(Unit {
+                        offset,
+                        first_row: r,
+                        rows: 0,
+                    });
+                    unit_start = offset;
+                }
+                offset += data.len() + 16;
+                lister
+                    .record(data, r)
+                    .map_err(|e| ReadError::new(e).at(format!("record {r}")))?;
+            }
+            if let Some(u) = units.last_mut() {
+                u.rows = records.record - u.first_row;
+            }
+            if !gzip {
+                // As a local file: no record, no unit.
+                if records.record == 0 {
+                    units.clear();
+                }
+                object = Some(input);
+            }
+            None
         };
         Ok(TfRecordSource {
             path: path.to_path_buf(),
@@ -693,32 +680,24 @@ pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool 
             }
         }
     }
-    let Ok(file) = File::open(path) else { return true };
+    let Ok(input) = Input::open(path) else { return true };
     let data = if deep {
-        // SAFETY: as in `open_split`: a read-only map of a file preflight
-        // does not write.
-        let Ok(map) = (unsafe { Mmap::map(&file) }) else {
-            return true;
-        };
-        Bytes::from_owner(MapOwner(Arc::new(map)))
+        input.all()
     } else {
         // The first record's header, then the record itself (bounded).
-        let mut head = Vec::new();
-        use std::io::Read;
-        let mut r = file.take(12);
-        if r.read_to_end(&mut head).is_err() || head.len() < 12 {
+        let Ok(head) = input.bytes(0..input.size().min(12)) else {
+            return true;
+        };
+        if head.len() < 12 {
             return true;
         }
         let len = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
         if len > framing::MAX_RECORD {
             return true;
         }
-        let mut file = r.into_inner().take(len + 4);
-        if file.read_to_end(&mut head).is_err() {
-            return true;
-        }
-        Bytes::from(head)
+        input.bytes(0..input.size().min(12 + len + 4))
     };
+    let Ok(data) = data else { return true };
     let mut records = MapRecords {
         data,
         pos: 0,

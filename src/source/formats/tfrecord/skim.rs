@@ -1,5 +1,5 @@
 //! The listing pass's look at a large record: its feature names and kinds
-//! read by position ([`PosReader`]), hopping over the values.
+//! read by position (a [`Window`] of the file), hopping over the values.
 //!
 //! Why: listing needs a few bytes per record (the header, each entry's key
 //! and the tag of its value), but touching them through the memory map maps
@@ -20,7 +20,7 @@
 use std::io::{Read, Seek, SeekFrom};
 
 use super::FKind;
-use crate::source::storage::PosReader;
+use crate::source::storage::Window;
 
 /// Longest key skimmed (a longer one goes to the map).
 const MAX_KEY: u64 = 4096;
@@ -54,12 +54,12 @@ impl Skimmed {
 
 /// A file read by position, at `pos`.
 pub(super) struct Cursor {
-    pub file: PosReader,
+    pub file: Window,
     pos: u64,
 }
 
 impl Cursor {
-    pub(super) fn new(file: PosReader) -> Cursor {
+    pub(super) fn new(file: Window) -> Cursor {
         Cursor { file, pos: 0 }
     }
 
@@ -276,8 +276,8 @@ mod tests {
     fn by_skim(dir: &Path, data: &[u8]) -> Option<Listed> {
         let path = dir.join("r.bin");
         std::fs::write(&path, data).expect("write");
-        let file = std::fs::File::open(&path).expect("open");
-        let mut c = Cursor::new(PosReader::new(file, 0));
+        let input = crate::source::storage::Input::open(&path).expect("open");
+        let mut c = Cursor::new(input.window(0..input.size()).expect("window"));
         let mut out = Skimmed::default();
         example(&mut c, 0, data.len() as u64, &mut out)?;
         Some(out.iter().map(|(k, kind)| (k.to_vec(), kind)).collect())

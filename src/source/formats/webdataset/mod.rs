@@ -25,9 +25,9 @@
 //! members become two samples), members `webdataset` drops (no extension),
 //! samples dropped as `__bad__`.
 //!
-//! Reading: an uncompressed shard is read by position
-//! (`crate::source::storage::PosReader`); opening walks its headers only
-//! (seeking past data) to learn the columns, the samples and the unit
+//! Reading: an uncompressed shard is read by hopping over its data
+//! (`crate::source::storage::Input::hops` and `window`); opening walks its
+//! headers only to learn the columns, the samples and the unit
 //! boundaries (every `UNIT_BYTES` at a sample start), so units
 //! read in parallel and only the asked columns' data is touched. A
 //! compressed shard (gzip, bzip2 or zstd, recognised by content, as
@@ -38,7 +38,6 @@ mod names;
 mod tarwalk;
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,7 +51,7 @@ use self::tarwalk::{Flow, Member};
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
-use crate::source::storage::{self, Input, PosReader, remote};
+use crate::source::storage::{self, Input};
 
 /// A WebDataset tar shard (`.tar`, `.tar.gz`, `.tgz`; compression by
 /// content). A search keeps its shards when one has a member the schema
@@ -118,43 +117,6 @@ impl Compression {
     }
 }
 
-/// A stream that seeks forward by reading on, and past its end as a file
-/// does (later reads find the end): an object listed as it streams is then
-/// walked as a local file is, with the same verdicts on a cut-short shard.
-struct Forward<R> {
-    inner: R,
-    pos: u64,
-}
-
-impl<R: Read> Read for Forward<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl<R: Read> std::io::Seek for Forward<R> {
-    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
-        let target = match to {
-            std::io::SeekFrom::Start(p) => Some(p),
-            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-            std::io::SeekFrom::End(_) => None,
-        };
-        match target {
-            Some(t) if t >= self.pos => {
-                std::io::copy(&mut (&mut self.inner).take(t - self.pos), &mut std::io::sink())?;
-                self.pos = t;
-                Ok(t)
-            }
-            _ => Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "a streamed shard seeks forward only",
-            )),
-        }
-    }
-}
-
 /// A range of whole samples read as one unit.
 #[derive(Debug, Clone)]
 struct Unit {
@@ -170,10 +132,10 @@ struct Unit {
 pub struct WdsSource {
     path: PathBuf,
     compression: Compression,
-    /// The file's size, for an uncompressed shard (read by position).
+    /// The file's size, for an uncompressed shard (read by window).
     len: Option<u64>,
-    /// An uncompressed object in storage, its units read by range.
-    object: Option<Input>,
+    /// An uncompressed shard, its units read by window.
+    input: Option<Input>,
     columns: Vec<String>,
     units: Vec<Unit>,
     notes: Vec<String>,
@@ -449,32 +411,19 @@ impl WdsSource {
             unit_rows: 0,
             split: compression == Compression::None,
         };
-        let mut object = None;
-        let len = if compression == Compression::None && remote::is_url(path) {
-            // Listed as it streams (headers checked against the size as a
-            // local file's are); units are then read by range.
-            let input = Input::open(path)?;
-            let len = input.size();
-            let mut archive = tar::Archive::new(Forward {
-                inner: compression.stream(path)?,
-                pos: 0,
-            });
+        let mut input = None;
+        let len = if compression == Compression::None {
+            // Listed by its headers (data hopped over), then each unit read
+            // as a window of its bytes.
+            let file = Input::open(path)?;
+            let len = file.size();
+            let mut archive = tar::Archive::new(file.hops()?);
             let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
             let end = tarwalk::walk(entries, Some(len), |mut m| {
                 list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
             })?;
             notes.unterminated = end > 0 && end >= len;
-            object = Some(input);
-            Some(len)
-        } else if compression == Compression::None {
-            let file = File::open(path)?;
-            let len = file.metadata()?.len();
-            let mut archive = tar::Archive::new(PosReader::new(file, 0));
-            let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
-            let end = tarwalk::walk(entries, Some(len), |mut m| {
-                list_member(&mut grouper, &mut lister, &mut notes, &mut m, unit_bytes)
-            })?;
-            notes.unterminated = end > 0 && end >= len;
+            input = Some(file);
             Some(len)
         } else {
             let mut archive = tar::Archive::new(compression.stream(path)?);
@@ -489,7 +438,7 @@ impl WdsSource {
             path: path.to_path_buf(),
             compression,
             len,
-            object,
+            input,
             columns: grouper.columns,
             units: lister.units,
             notes: notes.into_messages(),
@@ -516,28 +465,18 @@ impl WdsSource {
             g.member(m, notes, r)?;
             Ok(Flow::Continue)
         }
-        match (self.len, &self.object) {
+        match (self.len, &self.input) {
             (Some(len), Some(input)) => {
-                // The unit's bytes, one ranged request, walked as a file.
+                // Only headers and the asked members' data are read (a shard
+                // is mostly images left unread).
                 let end = u.end.unwrap_or(len);
-                let data = input.bytes(u.offset..end)?;
-                let mut archive = tar::Archive::new(std::io::Cursor::new(data));
+                let mut archive = tar::Archive::new(input.window(u.offset..end)?);
                 let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
                 tarwalk::walk(entries, Some(end - u.offset), |mut m| {
                     step(stop, &mut m, &mut grouper, &mut notes, reader)
                 })?;
             }
-            (Some(len), None) => {
-                // Only headers and the asked members' data are read (a shard
-                // is mostly images left unread).
-                let file = File::open(&self.path)?;
-                let mut archive = tar::Archive::new(PosReader::new(file, u.offset));
-                let entries = archive.entries_with_seek().map_err(tarwalk::tar_error)?.raw(true);
-                tarwalk::walk(entries, Some(len - u.offset), |mut m| {
-                    step(stop, &mut m, &mut grouper, &mut notes, reader)
-                })?;
-            }
-            (None, _) => {
+            _ => {
                 let mut archive = tar::Archive::new(self.compression.stream(&self.path)?);
                 let entries = archive.entries().map_err(tarwalk::tar_error)?.raw(true);
                 tarwalk::walk(entries, None, |mut m| {
@@ -869,11 +808,10 @@ pub(crate) fn provides_any(path: &Path, columns: &[String], deep: bool) -> bool 
         }
     };
     let walked = if deep && compression == Compression::None {
-        let Ok(file) = File::open(path) else { return true };
-        let Ok(len) = file.metadata().map(|m| m.len()) else {
-            return true;
-        };
-        let mut archive = tar::Archive::new(PosReader::new(file, 0));
+        let Ok(file) = Input::open(path) else { return true };
+        let len = file.size();
+        let Ok(hops) = file.hops() else { return true };
+        let mut archive = tar::Archive::new(hops);
         let Ok(entries) = archive.entries_with_seek() else {
             return true;
         };
