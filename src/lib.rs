@@ -30,11 +30,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Stable API: [`Schema`], [`Validator`] (`new`, `check`, `partial`),
-//! [`Partial`] (`merge`, `report`), [`Report`] with its renderers in
-//! [`report::human`] and [`report::json`], [`check()`] with [`Plan`]. The
-//! kernels' lower-level entry points (`check_columns`, `Tally`) serve the
-//! scanner and may change.
+//! The stable API is what this page lists: [`Schema`], [`Validator`]
+//! (`new`, `check`, `check_batches`, `partial`), [`Partial`] (`merge`,
+//! `report`, JSON), [`Report`] with its renderers in [`report::human`],
+//! [`report::json`] and [`report::junit`], whole runs ([`check()`] with a
+//! [`Plan`]), distributed runs ([`plan_units`], [`plan_paths`],
+//! [`check_units`] over [`WorkUnit`]s), a `datasets.Dataset`'s files
+//! ([`check_dataset`]), a stream ([`stream::check_stream`]) and the
+//! command line ([`cli`]). Readers, layouts, storage, the scanner and the
+//! kernels are private to the crate.
 
 // The modules in three groups, from the command line down; a group imports
 // only from itself and the groups below it.
@@ -43,6 +47,8 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 pub(crate) mod filter;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod init;
 pub mod stream;
 // The pipeline: plan (this file), discover and open (`source::layouts`,
@@ -54,11 +60,11 @@ pub(crate) mod pairing;
 mod pixels;
 pub(crate) mod progress;
 pub mod report;
-pub mod scan;
-pub mod source;
+pub(crate) mod scan;
+pub(crate) mod source;
 pub(crate) mod violations;
 // The kernels, the schema, and the ground.
-pub mod check;
+pub(crate) mod check;
 pub mod error;
 pub(crate) mod proof;
 pub(crate) mod redact;
@@ -69,7 +75,7 @@ use std::path::{Path, PathBuf};
 pub use check::Validator;
 pub use error::{Error, Result};
 pub use report::{Outcome, Partial, Report};
-pub use scan::ScanOptions;
+pub use scan::{ScanOptions, WorkUnit, check_units};
 pub use schema::Schema;
 pub use source::format::TableAt;
 pub use source::layouts::tables::TableSnapshot;
@@ -215,7 +221,7 @@ fn check_paths(
 /// The units of work of a check, for an engine to spread over workers
 /// (`preflight plan`): [`plan_paths`] over the plan's paths (or the
 /// schema's `dataset.files`), with the compiled schema.
-pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan::WorkUnit>), Report> {
+pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<WorkUnit>), Report> {
     let schema = Schema::from_file(&plan.schema).map_err(|e| Report::failed(vec![ErrorEntry::from(&e)]))?;
     let (validator, runs) = with_paths(plan, schema)?;
     let hints = source::Hints {
@@ -224,7 +230,7 @@ pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan:
     };
     let mut all = Vec::new();
     for run in runs {
-        let mut units = plan_paths(&run.paths, split_bytes, &hints);
+        let mut units = plan_paths_with(&run.paths, split_bytes, &hints);
         for u in &mut units {
             // A mask's pair_with folder is found from the PATH it came from.
             if validator.schema().columns.iter().any(|c| c.pair_with().is_some()) {
@@ -239,18 +245,23 @@ pub fn plan_units(plan: &Plan, split_bytes: u64) -> Result<(Validator, Vec<scan:
 
 /// The units of work for `paths`: each file, and each unit of files of at
 /// least `split_bytes` bytes. Paths that match nothing are units that carry
-/// their error. The schema's `hints` decide which files that only some
-/// schemas use a directory search picks up (token `.bin` files for a
-/// `tokens` column: [`source::Format::searched`]; `Hints::default()` for
-/// none). Check them with [`scan::check_units`].
-pub fn plan_paths(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) -> Vec<scan::WorkUnit> {
+/// their error. The `schema` decides which files that only some schemas
+/// use a directory search picks up (token `.bin` files for a `tokens`
+/// column; none without a schema). Check them with [`check_units`].
+pub fn plan_paths(paths: &[PathBuf], split_bytes: u64, schema: Option<&Schema>) -> Vec<WorkUnit> {
+    let hints = schema.map(source::Hints::from_schema).unwrap_or_default();
+    plan_paths_with(paths, split_bytes, &hints)
+}
+
+/// [`plan_paths`] with the hints a schema gives.
+fn plan_paths_with(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) -> Vec<WorkUnit> {
     let source::layouts::discover::Discovered {
         files,
         errors: discover_errors,
         ..
     } = source::layouts::discover::discover(paths, hints);
     let mut units = scan::plan_units(&files, split_bytes, hints);
-    units.extend(discover_errors.iter().map(|e| scan::WorkUnit {
+    units.extend(discover_errors.iter().map(|e| WorkUnit {
         path: e.file().unwrap_or_default().into(),
         file: e.file().unwrap_or_default(),
         unit: None,
@@ -262,6 +273,52 @@ pub fn plan_paths(paths: &[PathBuf], split_bytes: u64, hints: &source::Hints) ->
         table: None,
     }));
     units
+}
+
+/// Checks a Hugging Face `datasets.Dataset` as its cache files store it:
+/// the Arrow files `files` (whole, in table order; `rows` rows in all)
+/// read through `indices` (its index mapping; `None`: every row in order),
+/// units in parallel on `opts.jobs` threads. The dataset is one file of
+/// the report, named `name`; examples name the data file and row of each
+/// value, and its dataset index. Files that do not hold `rows` rows are
+/// the dataset's error.
+pub fn check_dataset(
+    validator: &Validator,
+    files: &[PathBuf],
+    rows: u64,
+    indices: Option<Vec<u64>>,
+    name: &str,
+    opts: &ScanOptions,
+) -> Partial {
+    use source::formats::ipc::datasets::MappedSource;
+    let file = source::layouts::discover::DataFile {
+        display: name.to_string(),
+        ..source::layouts::discover::DataFile::new(name.into())
+    };
+    let base: Vec<(String, PathBuf)> = files
+        .iter()
+        .map(|f| (f.to_string_lossy().into_owned(), f.clone()))
+        .collect();
+    let opened = MappedSource::over_files(indices, &base).and_then(|s| match s.stored_rows() == rows {
+        true => Ok(s),
+        false => Err(error::ReadError::new(format!(
+            "its data files hold {} rows, but its table has {rows}: not a whole-file table",
+            s.stored_rows()
+        ))),
+    });
+    match opened {
+        Ok(source) => scan::scan_source(validator, &file, Box::new(source), opts),
+        Err(e) => {
+            let mut partial = validator.partial();
+            partial.files = vec![file.display.clone()];
+            partial.add_errors([ErrorEntry {
+                file: Some(file.display),
+                message: e.to_string(),
+                unit: 0,
+            }]);
+            partial
+        }
+    }
 }
 
 /// What a run's PATHs name.

@@ -30,13 +30,13 @@ pub fn eod_validator() -> Validator {
 }
 
 /// preflight catches panics in readers at the file boundary
-/// (`source::guarded`), as the CLI does; this hook, outermost, still aborts
+/// (`preflight::fuzzing::install_panic_hook`), as the CLI does; this hook, outermost, still aborts
 /// on a panic raised in preflight's own code, so the fuzzer reports it.
 /// Panics inside dependencies (on hostile files) stay caught and become the
 /// file's error, which is the behaviour under test.
 pub fn install_hook() {
     // Installs preflight's hook first, so that this one wraps it.
-    let _ = preflight::source::guarded(|| Ok(()));
+    preflight::fuzzing::install_panic_hook();
     let inner = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let ours = info

@@ -9,7 +9,6 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use preflight::source;
 
 const EXTENSIONS: [&str; 26] = [
     "parquet", "arrow", "arrows", "csv", "tsv", "jsonl", "npy", "npz", "csv.gz", "mds", "litdata", "bin", "megatron",
@@ -49,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
             std::fs::write(&path, data).expect("write the input");
             // What a directory search reports of the index: listed files
             // that are not there.
-            let _ = source::listed_but_missing(&folder);
+            preflight::fuzzing::index_of(&folder);
             path
         }
         // A Megatron-LM dataset: u32 LE length, that many bytes of the
@@ -78,55 +77,12 @@ fuzz_target!(|data: &[u8]| {
             path
         }
     };
-    // An image's size from its header alone (`pair_with`), guarded as
-    // pairing reads it.
-    if matches!(ext, "png" | "tif" | "bmp" | "jpg" | "webp" | "gif" | "pgm") {
-        let _ = source::guarded(|| {
-            source::formats::image::header::size_of_file(&path).map_err(source::ReadError::new)
-        });
-    }
-    // As the scanner does: open and read under the file boundary's guard,
-    // with the schema's hints.
-    let hints = hints(ext);
-    let Ok(src) = source::guarded(|| source::open_with(&path, &hints)) else {
-        return;
-    };
-    let names: Vec<String> = src.columns().to_vec();
-    let projection: Vec<usize> = (0..names.len()).collect();
-    for unit in 0..src.units().min(64) {
-        let _ = source::guarded(|| {
-            src.read(unit, &projection, &mut |batch| {
-                let _ = validator.check("fuzz", batch.first_row, &batch.batch);
-                Ok(())
-            })
-        });
-        for c in 0..names.len() {
-            let _ = src.unit_stats(unit, c);
-        }
-        // Every column as a shape (list lengths from Parquet page levels).
-        let shapes = vec![true; projection.len()];
-        let _ = source::guarded(|| src.read_shapes(unit, &projection, &shapes, &mut |_| Ok(())));
-        // Every column judged by an index rule (`token_type_ids`): Parquet
-        // pages proven where they lie, batches flagged proven.
-        let judges = vec![validator.judge(2); projection.len()];
-        let none = vec![false; projection.len()];
-        let _ = source::guarded(|| src.read_judged(unit, &projection, &none, &judges, &mut |_, _| Ok(())));
-    }
-    // A token stream also goes through the scanner with an `eod_id`
-    // schema: units cut after an end-of-document id, documents judged.
-    if ext == "bin" {
-        static EOD: OnceLock<preflight::Validator> = OnceLock::new();
-        let eod = EOD.get_or_init(common::eod_validator);
-        let file = source::layouts::discover::DataFile {
-            display: "fuzz.bin".into(),
-            ..source::layouts::discover::DataFile::new(path.clone())
-        };
-        let opts = preflight::scan::ScanOptions {
-            jobs: 1,
-            ..Default::default()
-        };
-        let _ = preflight::scan::scan(eod, &[file], &opts);
-    }
+    // Read every way a run reads it; a token stream also scanned with an
+    // `eod_id` schema (units cut after an end-of-document id, documents
+    // judged). Columns are judged by an index rule (`token_type_ids`).
+    static EOD: OnceLock<preflight::Validator> = OnceLock::new();
+    let eod = (ext == "bin").then(|| EOD.get_or_init(common::eod_validator));
+    preflight::fuzzing::read_file(validator, &path, &hints(ext), 2, eod);
 });
 
 /// The schema hints a file is read with: raw token bytes take their dtype
@@ -135,20 +91,20 @@ fuzz_target!(|data: &[u8]| {
 /// one), token streams cut their units at an end-of-document id, `.txt` is
 /// a YOLO label file, COCO ids are also read mapped and COCO boxes judged
 /// against their images.
-fn hints(ext: &str) -> source::Hints {
-    let yaml = "columns:
-  raw: {kind: index, size: 65536, dtype: uint16, optional: true}
-  tokens: {kind: index, size: 65536, dtype: uint16, eod_id: 50256, optional: true}
-  category_id: {kind: class, num_classes: 91, coco_mapping: contiguous, optional: true}
-  bbox: {kind: box, format: xywh, optional: true}
-";
-    let schema = preflight::schema::Schema::from_yaml(yaml, "fuzz.yaml".as_ref()).expect("the fuzz schema is valid");
-    let mut hints = source::Hints::from_schema(&schema);
+fn hints(ext: &str) -> preflight::Schema {
     let unhinted = match ext {
         "mds" | "litdata" => "tokens",
         _ => "raw",
     };
-    hints.specs.retain(|c| c.name != unhinted);
-    hints.layout = (ext == "txt").then_some(preflight::schema::Layout::Yolo);
-    hints
+    let yaml: String = "columns:
+  raw: {kind: index, size: 65536, dtype: uint16, optional: true}
+  tokens: {kind: index, size: 65536, dtype: uint16, eod_id: 50256, optional: true}
+  category_id: {kind: class, num_classes: 91, coco_mapping: contiguous, optional: true}
+  bbox: {kind: box, format: xywh, optional: true}
+"
+    .lines()
+    .filter(|l| !l.trim_start().starts_with(&format!("{unhinted}:")))
+    .map(|l| format!("{l}\n"))
+    .collect();
+    preflight::Schema::from_yaml(&yaml, "fuzz.yaml".as_ref()).expect("the fuzz schema is valid")
 }

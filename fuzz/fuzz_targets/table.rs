@@ -11,7 +11,6 @@ mod common;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use preflight::source;
 
 fuzz_target!(|data: &[u8]| {
     static VALIDATOR: OnceLock<preflight::Validator> = OnceLock::new();
@@ -34,13 +33,7 @@ fuzz_target!(|data: &[u8]| {
         std::fs::write(log.join("00000000000000000001.checkpoint.parquet"), checkpoint).expect("write the checkpoint");
     }
     std::fs::write(dir.join("part-0.parquet"), parquet).expect("write the data file");
-    let hints = source::Hints::from_schema(validator.schema());
-    let found = source::layouts::discover::discover(&[dir.clone()], &hints);
-    let opts = preflight::scan::ScanOptions {
-        jobs: 1,
-        ..Default::default()
-    };
-    let _ = preflight::scan::scan(validator, &found.files, &opts);
+    preflight::fuzzing::check_folder(validator, &dir);
 });
 
 /// A u32 LE length and that many bytes (fewer if the input ends), and the rest.

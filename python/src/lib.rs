@@ -17,8 +17,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use preflight::report::{human, json};
-use preflight::scan::{ScanOptions, WorkUnit};
 use preflight::{Partial, Plan, Schema};
+use preflight::{ScanOptions, WorkUnit};
 
 create_exception!(
     _preflight,
@@ -107,7 +107,7 @@ impl Validator {
                 jobs,
                 ..ScanOptions::default()
             };
-            partial_report(validator, preflight::scan::check_units(validator, &units, &opts))
+            partial_report(validator, preflight::check_units(validator, &units, &opts))
         }))
     }
 
@@ -149,42 +149,13 @@ impl Validator {
             }
         };
         let validator = &self.inner;
+        let files: Vec<std::path::PathBuf> = files.into_iter().map(Into::into).collect();
         let report = py.detach(|| {
-            use preflight::source::{formats::ipc::datasets::MappedSource, layouts::discover::DataFile};
-            let base: Vec<(String, std::path::PathBuf)> = files.iter().map(|f| (f.clone(), f.into())).collect();
-            let file = DataFile {
-                display: name.to_string(),
-                path: name.into(),
-                label: None,
-                opens: None,
+            let opts = ScanOptions {
+                jobs,
+                ..ScanOptions::default()
             };
-            let opened = MappedSource::over_files(indices, &base).and_then(|s| match s.stored_rows() == rows {
-                true => Ok(s),
-                false => Err(preflight::source::ReadError::new(format!(
-                    "its data files hold {} rows, but its table has {rows}: not a whole-file table",
-                    s.stored_rows()
-                ))),
-            });
-            let partial = match opened {
-                Ok(source) => {
-                    let opts = ScanOptions {
-                        jobs,
-                        ..ScanOptions::default()
-                    };
-                    preflight::scan::scan_source(validator, &file, Box::new(source), &opts)
-                }
-                Err(e) => {
-                    let mut p = validator.partial();
-                    p.files = vec![file.display.clone()];
-                    p.add_errors([preflight::report::ErrorEntry {
-                        file: Some(file.display.clone()),
-                        message: e.to_string(),
-                        unit: 0,
-                    }]);
-                    p
-                }
-            };
-            partial.report(validator)
+            preflight::check_dataset(validator, &files, rows, indices, name, &opts).report(validator)
         });
         Ok(Outcome {
             json: json::render(&report),
@@ -236,7 +207,7 @@ fn plan(py: Python<'_>, paths: Vec<String>, schema_path: Option<String>, split_b
             };
             preflight::plan_units(&plan, split_bytes).map(|(_, units)| units)
         }
-        _ => Ok(preflight::plan_paths(&paths, split_bytes, &Default::default())),
+        _ => Ok(preflight::plan_paths(&paths, split_bytes, None)),
     });
     match units {
         Ok(units) => serde_json::to_string(&units).map_err(|e| PyValueError::new_err(e.to_string())),

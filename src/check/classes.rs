@@ -20,7 +20,7 @@ use crate::schema::ValueRule;
 
 /// The most classes a column may have to be counted: a histogram per
 /// split and unit of work stays small.
-pub const MAX_COUNTED: i128 = 1 << 20;
+pub(crate) const MAX_COUNTED: i128 = 1 << 20;
 
 /// How a column's values name their class.
 pub(crate) enum Classes<'a> {

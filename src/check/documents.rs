@@ -52,7 +52,7 @@ pub(crate) struct Cursor {
 
 /// The open documents of a unit, one per schema column.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Documents {
+pub(crate) struct Documents {
     cursors: Vec<Option<Cursor>>,
     /// The row after the last one checked.
     end: u64,

@@ -11,7 +11,7 @@ use crate::check::tally::{Example, Logged, Spot, Tally, Value};
 
 /// How one non-null value fares against the column's value rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Passes.
     Ok,
     /// Violates the kind's own rule (`class`, `index`, `values`, `range`).

@@ -12,11 +12,11 @@
 
 mod band;
 mod boxes;
-pub mod classes;
+pub(crate) mod classes;
 mod documents;
 mod leaf;
 mod list;
-pub mod tally;
+pub(crate) mod tally;
 
 use arrow::array::{Array, ArrayRef, RecordBatch};
 use arrow::datatypes::DataType;
@@ -25,8 +25,8 @@ use crate::check::tally::Tally;
 use crate::proof::{Interval, Judge, UnitStats};
 use crate::schema::{ColumnSpec, Number, Rule, Schema, ValueRule, cmp_int_float};
 
-pub use documents::Documents;
-pub use leaf::Verdict;
+pub(crate) use documents::Documents;
+pub(crate) use leaf::Verdict;
 
 /// Report slots of one column's rules.
 #[derive(Debug, Clone, Copy)]

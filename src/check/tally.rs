@@ -390,7 +390,7 @@ impl Tally {
 
 /// Adds per-column class counts to `counts`, column by column and class
 /// by class (saturating: counts read from a hostile partial may not wrap).
-pub fn add_counts(counts: &mut Vec<Vec<u64>>, more: Vec<Vec<u64>>) {
+pub(crate) fn add_counts(counts: &mut Vec<Vec<u64>>, more: Vec<Vec<u64>>) {
     if more.iter().all(Vec::is_empty) {
         return;
     }

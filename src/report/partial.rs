@@ -32,7 +32,7 @@ pub struct Partial {
     pub tally: Tally,
     /// What kept data from being checked, in (file, unit) order.
     pub errors: Vec<ErrorEntry>,
-    /// Warnings about files ([`crate::source::read::Source::notes`]), in (file,
+    /// Warnings about files (a reader's notes), in (file,
     /// message) order, each said once per file.
     pub notes: Vec<ErrorEntry>,
     /// The lakehouse tables read, each as one snapshot, in path order.

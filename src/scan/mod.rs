@@ -55,25 +55,25 @@ struct Opened {
 
 /// Threads of a scan over objects in storage, at least: files opened and
 /// units read at once (each unit's ranges are up to ten requests more).
-pub const REMOTE_THREADS: usize = 16;
+pub(crate) const REMOTE_THREADS: usize = 16;
 
 /// Parquet objects opened at once by a run over storage. Opening one is its
 /// footer's request or two, of bounded bytes, so more of them wait on the
 /// network together than units are read ([`REMOTE_THREADS`], which bounds
 /// the bytes of units in memory).
-pub const REMOTE_OPENS: usize = 64;
+pub(crate) const REMOTE_OPENS: usize = 64;
 
 /// Set by a Ctrl-C handler; units not yet started are skipped.
-pub static CANCELLED: AtomicBool = AtomicBool::new(false);
+pub(crate) static CANCELLED: AtomicBool = AtomicBool::new(false);
 
 /// Checks every unit of `files`.
-pub fn scan(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> Partial {
+pub(crate) fn scan(validator: &Validator, files: &[DataFile], opts: &ScanOptions) -> Partial {
     scan_units(validator, files, &vec![None; files.len()], opts)
 }
 
 /// Checks the units `only[i]` of file `files[i]` (`None`: all of them);
 /// returns their merged result, errors in (file, unit) order.
-pub fn scan_units(
+pub(crate) fn scan_units(
     validator: &Validator,
     files: &[DataFile],
     only: &[Option<Vec<usize>>],
@@ -297,7 +297,7 @@ pub struct WorkUnit {
 /// work unit. A file that cannot be opened is one unit (checking it reports
 /// why). Files are opened with the schema's `hints`, as the check opens
 /// them (a token stream's units follow its `eod_id`).
-pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -> Vec<WorkUnit> {
+pub(crate) fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -> Vec<WorkUnit> {
     files
         .par_iter()
         .flat_map_iter(|f| {
@@ -338,7 +338,7 @@ pub fn plan_units(files: &[DataFile], split_bytes: u64, hints: &source::Hints) -
         .collect()
 }
 
-/// Checks some work units (as listed by [`plan_units`]) and returns their
+/// Checks some work units (as listed by [`crate::plan_units`]) and returns their
 /// partial result; units of a split count into that split.
 pub fn check_units(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) -> Partial {
     if units.iter().all(|u| u.split.is_none()) {
@@ -541,7 +541,12 @@ fn bind(validator: &Validator, file: &DataFile, source: Box<dyn Source>) -> (Opt
 /// Checks a source the caller opened (a `datasets.Dataset`'s rows, from the
 /// Python binding), named `file.display` in reports, its units in parallel
 /// on `opts.jobs` threads; the same result as a scan of a file so read.
-pub fn scan_source(validator: &Validator, file: &DataFile, source: Box<dyn Source>, opts: &ScanOptions) -> Partial {
+pub(crate) fn scan_source(
+    validator: &Validator,
+    file: &DataFile,
+    source: Box<dyn Source>,
+    opts: &ScanOptions,
+) -> Partial {
     let run = || {
         let (opened, open_errors) = bind(validator, file, source);
         let mut partial = validator.partial();

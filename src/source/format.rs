@@ -15,7 +15,7 @@ use crate::source::read::Source;
 /// A file's name as formats match it: lower-cased (lossy, so a name that is
 /// not UTF-8 still has its ASCII extension) and its extension under any
 /// compression suffix (`x.csv.gz` is `csv`).
-pub struct FileName<'a> {
+pub(crate) struct FileName<'a> {
     /// The path, without a URL's query.
     pub path: &'a Path,
     /// The lower-cased file name.
@@ -25,7 +25,7 @@ pub struct FileName<'a> {
 }
 
 /// What opening a file knows besides its path.
-pub struct Opening<'a> {
+pub(crate) struct Opening<'a> {
     /// Whether the path is a URL (an object in storage).
     pub remote: bool,
     /// The file's size, as listed (0 for an object not listed).
@@ -35,15 +35,15 @@ pub struct Opening<'a> {
 }
 
 /// Opens a file of a format.
-pub type OpenFn = fn(&Path, &Opening) -> Result<Box<dyn Source>, ReadError>;
+pub(crate) type OpenFn = fn(&Path, &Opening) -> Result<Box<dyn Source>, ReadError>;
 
 /// Whether a shard has a column of `columns`, in its first sample (`deep`
 /// false) or in any.
-pub type ProvidesFn = fn(&Path, &[String], bool) -> bool;
+pub(crate) type ProvidesFn = fn(&Path, &[String], bool) -> bool;
 
 /// One format, as it describes itself.
 #[derive(Clone, Copy)]
-pub struct Format {
+pub(crate) struct Format {
     name: &'static str,
     named: fn(&FileName, &Hints) -> bool,
     sniff: Option<fn(&[u8]) -> bool>,
@@ -60,7 +60,7 @@ pub struct Format {
 /// a folder: the files the index lists that the folder lacks (name, why),
 /// and why a folder whose index lists none has nothing to check.
 #[derive(Clone, Copy)]
-pub struct DatasetIndex {
+pub(crate) struct DatasetIndex {
     /// The listed files the folder lacks.
     pub missing: fn(&Path) -> Vec<(String, String)>,
     /// Why the folder is an empty dataset, when its index lists no file.
@@ -70,7 +70,7 @@ pub struct DatasetIndex {
 impl Format {
     /// A format called `name`, whose files `named` recognises and `open`
     /// reads; every search keeps them and content says nothing.
-    pub const fn new(name: &'static str, named: fn(&FileName, &Hints) -> bool, open: OpenFn) -> Format {
+    pub(crate) const fn new(name: &'static str, named: fn(&FileName, &Hints) -> bool, open: OpenFn) -> Format {
         Format {
             name,
             named,
@@ -87,7 +87,7 @@ impl Format {
 
     /// Recognised by its first bytes too (up to 512), for a file named on
     /// the command line whose extension says nothing.
-    pub const fn sniffed(mut self, sniff: fn(&[u8]) -> bool) -> Format {
+    pub(crate) const fn sniffed(mut self, sniff: fn(&[u8]) -> bool) -> Format {
         self.sniff = Some(sniff);
         self
     }
@@ -95,7 +95,7 @@ impl Format {
     /// Whether a directory search or glob keeps a file of this format, for
     /// a schema with these column names; and whether a storage listing keeps
     /// an object by its name alone (`listed`).
-    pub const fn searched_when(
+    pub(crate) const fn searched_when(
         mut self,
         searched: fn(&Path, &[String]) -> bool,
         listed: fn(&[String]) -> bool,
@@ -108,44 +108,39 @@ impl Format {
     /// A shard format a search keeps or drops as a set: `provides` says
     /// whether a file has a column of the schema, in its first sample
     /// (`deep` false) or in any.
-    pub const fn shards(mut self, provides: ProvidesFn) -> Format {
+    pub(crate) const fn shards(mut self, provides: ProvidesFn) -> Format {
         self.provides = Some(provides);
         self
     }
 
     /// Files with extension `ext` belong to this format's files but are not
     /// opened alone: naming one is an error saying `why`.
-    pub const fn with_companion(mut self, ext: &'static str, why: &'static str) -> Format {
+    pub(crate) const fn with_companion(mut self, ext: &'static str, why: &'static str) -> Format {
         self.companion = Some((ext, why));
         self
     }
 
     /// Its files are listed by an `index.json` in their folder.
-    pub const fn indexed(mut self, index: DatasetIndex) -> Format {
+    pub(crate) const fn indexed(mut self, index: DatasetIndex) -> Format {
         self.index = Some(index);
         self
     }
 
     /// Opening one from storage reads only a small footer, so many opens
     /// can run at once.
-    pub const fn footer_opens(mut self) -> Format {
+    pub(crate) const fn footer_opens(mut self) -> Format {
         self.opens_by_footer = true;
         self
     }
 
-    /// The format's name.
-    pub fn name(self) -> &'static str {
-        self.name
-    }
-
     /// Whether a directory search or glob picks up `path` for a schema with
     /// these column names.
-    pub fn searched(self, path: &Path, columns: &[String]) -> bool {
+    pub(crate) fn searched(self, path: &Path, columns: &[String]) -> bool {
         (self.searched)(path, columns)
     }
 
     /// Whether a storage listing keeps an object of this format by its name.
-    pub fn listed(self, columns: &[String]) -> bool {
+    pub(crate) fn listed(self, columns: &[String]) -> bool {
         (self.listed)(columns)
     }
 
@@ -153,22 +148,22 @@ impl Format {
     /// the others): whether the file has a column in `columns`, in its first
     /// sample (`deep` false) or in any (`deep` true). A file that cannot be
     /// read answers true, so that its error is reported.
-    pub fn provides(self, path: &Path, columns: &[String], deep: bool) -> Option<bool> {
+    pub(crate) fn provides(self, path: &Path, columns: &[String], deep: bool) -> Option<bool> {
         self.provides.map(|p| p(path, columns, deep))
     }
 
     /// Whether a search keeps this format's files as a set.
-    pub fn is_shard_set(self) -> bool {
+    pub(crate) fn is_shard_set(self) -> bool {
         self.provides.is_some()
     }
 
     /// Whether opening one from storage reads only a footer.
-    pub fn opens_by_footer(self) -> bool {
+    pub(crate) fn opens_by_footer(self) -> bool {
         self.opens_by_footer
     }
 
     /// Opens `path` as a file of this format.
-    pub fn open(self, path: &Path, opening: &Opening) -> Result<Box<dyn Source>, ReadError> {
+    pub(crate) fn open(self, path: &Path, opening: &Opening) -> Result<Box<dyn Source>, ReadError> {
         (self.open)(path, opening)
     }
 

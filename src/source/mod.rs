@@ -15,27 +15,27 @@
 //! Readers report problems as [`ReadError`]s, which carry the cause and where
 //! inside the file it happened; the scanner adds the file's path.
 
-pub mod format;
-pub mod formats;
-pub mod layouts;
-pub mod read;
-pub mod storage;
+pub(crate) mod format;
+pub(crate) mod formats;
+pub(crate) mod layouts;
+pub(crate) mod read;
+pub(crate) mod storage;
 
 use std::path::{Path, PathBuf};
 
-pub use crate::error::ReadError;
-pub use format::{DatasetIndex, FileName, Format, Hints, Opening};
-pub use read::{BATCH_ROWS, Batch, JudgedSink, Source, guarded};
+pub(crate) use crate::error::ReadError;
+pub(crate) use format::{FileName, Format, Hints, Opening};
+pub(crate) use read::{Source, guarded};
 
 impl Format {
     /// The format a path's name says it has, if any.
-    pub fn from_path(path: &Path) -> Option<Format> {
+    pub(crate) fn from_path(path: &Path) -> Option<Format> {
         Format::named(path, &Hints::default())
     }
 
     /// The format a path's name says it has, with the schema's hints (a
     /// `.txt` of a `layout: yolo` dataset is a YOLO label file).
-    pub fn named(path: &Path, hints: &Hints) -> Option<Format> {
+    pub(crate) fn named(path: &Path, hints: &Hints) -> Option<Format> {
         let path = storage::remote::without_query(path);
         let path = path.as_ref();
         let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
@@ -54,7 +54,7 @@ impl Format {
     /// The format a local file's first bytes say it has, for a file named on
     /// the command line whose extension says nothing (`x.arrow_file`,
     /// `data.stream`).
-    pub fn from_content(path: &Path) -> Option<Format> {
+    pub(crate) fn from_content(path: &Path) -> Option<Format> {
         let mut head = Vec::with_capacity(512);
         let file = std::fs::File::open(path).ok()?;
         std::io::Read::read_to_end(&mut std::io::Read::take(file, 512), &mut head).ok()?;
@@ -65,7 +65,7 @@ impl Format {
 /// Files that the dataset index in `dir` (an MDS or LitData
 /// `index.json`) lists and `dir` lacks, each with why it is an error: a
 /// directory search reports them, since no file is there to be found.
-pub fn listed_but_missing(dir: &Path) -> Vec<(PathBuf, String)> {
+pub(crate) fn listed_but_missing(dir: &Path) -> Vec<(PathBuf, String)> {
     formats::ALL
         .iter()
         .flat_map(|f| f.missing_in(dir))
@@ -80,7 +80,7 @@ pub(crate) fn empty_index(dir: &Path) -> Option<&'static str> {
 }
 
 /// Opens a data file as a [`Source`], choosing the reader by its format.
-pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
+pub(crate) fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
     open_with(path, &Hints::default())
 }
 
@@ -91,7 +91,7 @@ pub fn open(path: &Path) -> Result<Box<dyn Source>, ReadError> {
 /// through its own range plan, `storage::Blob`). An object's format is its
 /// name's: content is not sniffed, which would cost a request per object a
 /// listing finds.
-pub fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
+pub(crate) fn open_with(path: &Path, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
     let remote = storage::remote::is_url(path);
     let len = if remote {
         storage::remote::listed_size(path).unwrap_or(0)

@@ -11,7 +11,7 @@ use crate::proof::{Judge, UnitStats};
 
 /// Rows per batch handed to the checks: large enough to amortise per-batch
 /// work, small enough that a few batches per thread stay in cache and memory.
-pub const BATCH_ROWS: usize = 64 * 1024;
+pub(crate) const BATCH_ROWS: usize = 64 * 1024;
 
 /// A batch of projected columns and the file row of its first row.
 #[derive(Debug, Clone)]
@@ -24,7 +24,7 @@ pub struct Batch {
 
 /// Where [`Source::read_judged`] hands each batch, with which of its
 /// columns the reader proved.
-pub type JudgedSink<'a> = dyn FnMut(Batch, &[bool]) -> Result<(), ReadError> + 'a;
+pub(crate) type JudgedSink<'a> = dyn FnMut(Batch, &[bool]) -> Result<(), ReadError> + 'a;
 
 /// One data file, opened and ready to be read unit by unit.
 pub trait Source: Send + Sync {
@@ -157,7 +157,7 @@ thread_local! {
 /// hostile file) into that file's error instead of a crash of the run. Such
 /// a panic is not printed (it is reported as the file's error); panics
 /// elsewhere still reach the previous panic hook.
-pub fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, ReadError> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, ReadError> {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();

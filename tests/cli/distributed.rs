@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 
 use preflight::report::json;
-use preflight::scan::{ScanOptions, WorkUnit};
 use preflight::{Partial, Schema, Validator};
+use preflight::{ScanOptions, WorkUnit};
 
 use crate::util::Env;
 
@@ -55,8 +55,7 @@ fn any_split_merged_in_any_order_gives_the_single_run_report() {
     let validator = Validator::new(schema, 3);
     // Every row group a unit; files named as the CLI (run in the temporary
     // directory) names them, opened by their full path.
-    let units: Vec<WorkUnit> =
-        crate::util::relative_units(&env, preflight::plan_paths(&[env.path("d")], 1, &Default::default()));
+    let units: Vec<WorkUnit> = crate::util::relative_units(&env, preflight::plan_paths(&[env.path("d")], 1, None));
     assert!(units.len() > 15, "row groups are units: {}", units.len());
     let opts = ScanOptions {
         jobs: 1,
@@ -81,7 +80,7 @@ fn any_split_merged_in_any_order_gives_the_single_run_report() {
                     .filter(|(_, q)| **q == p)
                     .map(|(u, _)| u.clone())
                     .collect();
-                let part = preflight::scan::check_units(&validator, &mine, &opts);
+                let part = preflight::check_units(&validator, &mine, &opts);
                 // Across the wire and back, as a worker's report.
                 let state = part.to_json(&validator);
                 texts.push(json::render_with(&part.report(&validator), Some(state)));
@@ -170,10 +169,10 @@ fn a_unit_the_file_no_longer_has_is_an_error() {
     let env = Env::new();
     dataset(&env);
     let validator = Validator::new(Schema::from_file(&env.path("s.yaml")).expect("schema"), 3);
-    let mut units = preflight::plan_paths(&[env.path("d/shard-1.parquet")], 1, &Default::default());
+    let mut units = preflight::plan_paths(&[env.path("d/shard-1.parquet")], 1, None);
     assert_eq!(units.len(), 6);
     units[5].unit = Some(99);
-    let partial = preflight::scan::check_units(&validator, &units, &ScanOptions::default());
+    let partial = preflight::check_units(&validator, &units, &ScanOptions::default());
     let report = partial.report(&validator);
     assert_eq!(report.outcome().exit_code(), 2);
     assert!(

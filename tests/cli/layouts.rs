@@ -717,13 +717,12 @@ for c in range(7):
     assert_eq!(json(&["--cache", "c"]), one);
     // Planned into units (which carry each image's class) and checked apart.
     let validator = preflight::Validator::new(preflight::Schema::from_file(&env.path("s.yaml")).expect("schema"), 7);
-    let hints = preflight::source::Hints::from_schema(validator.schema());
-    let units = preflight::plan_paths(&[env.path("data")], 1, &hints);
+    let units = preflight::plan_paths(&[env.path("data")], 1, Some(validator.schema()));
     assert_eq!(units.len(), 7 * 300 + 21);
     let (a, b) = units.split_at(1000);
     let opts = preflight::ScanOptions::default();
-    let mut merged = preflight::scan::check_units(&validator, b, &opts);
-    merged.merge(preflight::scan::check_units(&validator, a, &opts));
+    let mut merged = preflight::check_units(&validator, b, &opts);
+    merged.merge(preflight::check_units(&validator, a, &opts));
     let shown = env.dir.path().join("data").to_string_lossy().into_owned();
     let planned = preflight::report::json::render(&merged.report(&validator)).replace(&format!("{shown}/"), "data/");
     assert_eq!(planned, one);

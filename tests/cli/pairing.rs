@@ -373,7 +373,7 @@ fn work_units_pair_their_masks_from_the_planned_root() {
     );
     let mut merged = validator.partial();
     for u in units.iter().rev() {
-        merged.merge(preflight::scan::check_units(
+        merged.merge(preflight::check_units(
             &validator,
             std::slice::from_ref(u),
             &ScanOptions::default(),

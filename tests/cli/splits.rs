@@ -9,7 +9,7 @@
 use serde_json::json;
 
 use preflight::Plan;
-use preflight::scan::ScanOptions;
+use preflight::ScanOptions;
 
 use crate::util::{Env, merged_from_workers, messages, read_json, relative_units};
 

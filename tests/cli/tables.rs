@@ -532,7 +532,7 @@ fn versions_by_flag_and_by_time_and_the_snapshot_in_the_report() {
 /// does not have is that unit's error.
 #[test]
 fn planned_units_of_a_delta_table_read_the_pinned_snapshot() {
-    use preflight::scan::{ScanOptions, WorkUnit};
+    use preflight::{ScanOptions, WorkUnit};
     use preflight::{Schema, Validator};
 
     let env = Env::new();
@@ -582,7 +582,7 @@ fn planned_units_of_a_delta_table_read_the_pinned_snapshot() {
     let old: Vec<WorkUnit> = serde_json::from_value(doc["units"].clone()).expect("units");
     assert_eq!(old.len(), 1);
     assert_eq!(old[0].table.as_ref().map(|t| t.version), Some(0));
-    let checked = preflight::scan::check_units(&validator, &old, &opts).report(&validator);
+    let checked = preflight::check_units(&validator, &old, &opts).report(&validator);
     assert_eq!((checked.rows, checked.violations()), (4, 1));
     // A version the table lacks, and a file not live at the pinned one.
     let of_dt = units
@@ -593,7 +593,7 @@ fn planned_units_of_a_delta_table_read_the_pinned_snapshot() {
     gone.table.as_mut().expect("table").version = 99;
     let mut removed = of_dt.clone();
     removed.path = removed.path.with_file_name("part-removed.parquet");
-    let checked = preflight::scan::check_units(&validator, &[gone, removed], &opts);
+    let checked = preflight::check_units(&validator, &[gone, removed], &opts);
     let report = checked.report(&validator);
     assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
     assert!(

@@ -959,24 +959,26 @@ fn eod_id_documents_reach_violations_out_in_order_and_merge_from_units() {
     // Planned as units (each cut after an EOD), checked apart and merged in
     // reverse order: the single run's report.
     let schema = preflight::Schema::from_file(&env.path("s.yaml")).expect("schema");
-    let hints = preflight::source::Hints::from_schema(&schema);
     let validator = preflight::Validator::new(schema, 7);
-    let units: Vec<preflight::scan::WorkUnit> =
-        preflight::plan_paths(&[env.path("llmc.bin"), env.path("raw.bin")], 1, &hints)
-            .into_iter()
-            .map(|mut u| {
-                u.file = u.path.file_name().expect("name").to_string_lossy().into_owned();
-                u
-            })
-            .collect();
+    let units: Vec<preflight::WorkUnit> = preflight::plan_paths(
+        &[env.path("llmc.bin"), env.path("raw.bin")],
+        1,
+        Some(validator.schema()),
+    )
+    .into_iter()
+    .map(|mut u| {
+        u.file = u.path.file_name().expect("name").to_string_lossy().into_owned();
+        u
+    })
+    .collect();
     assert!(units.len() >= 4, "several units per stream: {}", units.len());
-    let opts = preflight::scan::ScanOptions {
+    let opts = preflight::ScanOptions {
         jobs: 1,
         ..Default::default()
     };
     let mut merged = validator.partial();
     for u in units.iter().rev() {
-        let part = preflight::scan::check_units(&validator, std::slice::from_ref(u), &opts);
+        let part = preflight::check_units(&validator, std::slice::from_ref(u), &opts);
         let back = preflight::Partial::from_json(&part.to_json(&validator))
             .expect("partial")
             .0;

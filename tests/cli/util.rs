@@ -213,7 +213,7 @@ pub fn read_json(env: &Env, rel: &str) -> Value {
 
 /// Units of a plan made with full paths, their files named as the CLI (run
 /// in the temporary directory) names them; still opened by full path.
-pub fn relative_units(env: &Env, units: Vec<preflight::scan::WorkUnit>) -> Vec<preflight::scan::WorkUnit> {
+pub fn relative_units(env: &Env, units: Vec<preflight::WorkUnit>) -> Vec<preflight::WorkUnit> {
     units
         .into_iter()
         .map(|mut u| {
@@ -227,11 +227,7 @@ pub fn relative_units(env: &Env, units: Vec<preflight::scan::WorkUnit>) -> Vec<p
 /// `units` checked as `parts` workers would (unit i by worker i % parts),
 /// each worker's partial carried across JSON, merged in reverse order: the
 /// merged report as `--format json` prints it.
-pub fn merged_from_workers(
-    validator: &preflight::Validator,
-    units: &[preflight::scan::WorkUnit],
-    parts: usize,
-) -> String {
+pub fn merged_from_workers(validator: &preflight::Validator, units: &[preflight::WorkUnit], parts: usize) -> String {
     use preflight::report::json;
     let opts = preflight::ScanOptions {
         jobs: 1,
@@ -239,13 +235,13 @@ pub fn merged_from_workers(
     };
     let texts: Vec<String> = (0..parts)
         .map(|part| {
-            let mine: Vec<preflight::scan::WorkUnit> = units
+            let mine: Vec<preflight::WorkUnit> = units
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| i % parts == part)
                 .map(|(_, u)| u.clone())
                 .collect();
-            let checked = preflight::scan::check_units(validator, &mine, &opts);
+            let checked = preflight::check_units(validator, &mine, &opts);
             let state = checked.to_json(validator);
             json::render_with(&checked.report(validator), Some(state))
         })

@@ -14,7 +14,7 @@ use arrow::datatypes::{
 
 /// A numeric element type, as NumPy names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dtype {
+pub(crate) enum Dtype {
     /// `bool`
     Bool,
     /// `uint8`
@@ -43,7 +43,7 @@ pub enum Dtype {
 
 impl Dtype {
     /// Bytes per element.
-    pub fn size(self) -> usize {
+    pub(crate) fn size(self) -> usize {
         match self {
             Dtype::Bool | Dtype::U8 | Dtype::I8 => 1,
             Dtype::U16 | Dtype::I16 | Dtype::F16 => 2,
@@ -53,7 +53,7 @@ impl Dtype {
     }
 
     /// NumPy's name (`uint16`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Dtype::Bool => "bool",
             Dtype::U8 => "uint8",
@@ -72,12 +72,12 @@ impl Dtype {
 
     /// The type token ids are stored in that NumPy calls `name`: any
     /// integer type, `float32` or `float64`.
-    pub fn of_tokens(name: &str) -> Option<Dtype> {
+    pub(crate) fn of_tokens(name: &str) -> Option<Dtype> {
         Dtype::from_name(name).filter(|d| !matches!(d, Dtype::Bool | Dtype::F16))
     }
 
     /// The element type NumPy calls `name` (`uint16`, `int32`, ...).
-    pub fn from_name(name: &str) -> Option<Dtype> {
+    pub(crate) fn from_name(name: &str) -> Option<Dtype> {
         Some(match name {
             "bool" => Dtype::Bool,
             "uint8" => Dtype::U8,
@@ -106,7 +106,7 @@ impl Dtype {
     }
 
     /// The Arrow type of one element.
-    pub fn arrow(self) -> DataType {
+    pub(crate) fn arrow(self) -> DataType {
         match self {
             Dtype::Bool => DataType::Boolean,
             Dtype::U8 => DataType::UInt8,

@@ -6,12 +6,12 @@ use arrow::datatypes::Metadata;
 use serde_json::Value;
 
 /// Where the names of [`class_names`] come from, as reports say it.
-pub const FROM: &str = "the file's `datasets` ClassLabel";
+pub(crate) const FROM: &str = "the file's `datasets` ClassLabel";
 
 /// The class names of `column`'s `ClassLabel` (or of the `ClassLabel` a
 /// `Sequence`/`List` of labels holds, as token classification stores
 /// tags), from a schema's metadata.
-pub fn class_names(metadata: &Metadata, column: &str) -> Option<Vec<Option<String>>> {
+pub(crate) fn class_names(metadata: &Metadata, column: &str) -> Option<Vec<Option<String>>> {
     let json: Value = serde_json::from_str(metadata.get("huggingface")?).ok()?;
     let mut feature = json.get("info")?.get("features")?.get(column)?;
     loop {

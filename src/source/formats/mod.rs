@@ -1,18 +1,18 @@
 //! Formats: one decoder per file format, each in its own module, each
 //! turning a file's bytes into Arrow batches behind [`crate::source::read::Source`].
 
-pub mod dtype;
-pub mod features;
-pub mod image;
-pub mod ipc;
-pub mod npy;
-pub mod parquet;
-pub mod shards;
-pub mod text;
-pub mod tfrecord;
-pub mod tokens;
-pub mod webdataset;
-pub mod yolo;
+pub(crate) mod dtype;
+pub(crate) mod features;
+pub(crate) mod image;
+pub(crate) mod ipc;
+pub(crate) mod npy;
+pub(crate) mod parquet;
+pub(crate) mod shards;
+pub(crate) mod text;
+pub(crate) mod tfrecord;
+pub(crate) mod tokens;
+pub(crate) mod webdataset;
+pub(crate) mod yolo;
 
 use crate::source::format::Format;
 
@@ -20,7 +20,7 @@ use crate::source::format::Format;
 /// against them: YOLO (by the schema's layout) before the `.txt` it claims,
 /// MDS and LitData (by their shard names) before the extensions, TFRecord's
 /// framing before a tar header.
-pub const ALL: &[Format] = &[
+pub(crate) const ALL: &[Format] = &[
     yolo::FORMAT,
     shards::mds::FORMAT,
     shards::litdata::FORMAT,

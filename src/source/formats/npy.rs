@@ -49,7 +49,7 @@ use crate::source::storage;
 use crate::source::storage::Input;
 
 /// A NumPy `.npy` array: one column named by the file's stem.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "npy",
     |n, _| n.ext == Some("npy"),
     |path, _| Ok(Box::new(NpySource::open(path)?)),
@@ -57,7 +57,7 @@ pub const FORMAT: Format = Format::new(
 .sniffed(|head| head.starts_with(b"\x93NUMPY"));
 
 /// A NumPy `.npz` archive: one column per member.
-pub const NPZ: Format = Format::new(
+pub(crate) const NPZ: Format = Format::new(
     "npz",
     |n, _| n.ext == Some("npz"),
     |path, _| Ok(Box::new(NpzSource::open(path)?)),
@@ -973,7 +973,7 @@ fn record_batch(schema: &SchemaRef, cols: Vec<ArrayRef>, rows: usize) -> Result<
 // ---------------------------------------------------------------------------
 
 /// A `.npy` file: one column named by the file's stem.
-pub struct NpySource {
+pub(crate) struct NpySource {
     columns: Vec<String>,
     mapped: Mapped,
     rows_per_unit: u64,
@@ -982,7 +982,7 @@ pub struct NpySource {
 
 impl NpySource {
     /// Maps the file and validates its header against its size.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, ReadError> {
         let name = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -1095,7 +1095,7 @@ struct Member {
 
 /// A `.npz` archive: each `x.npy` member is a column `x`; rows are the
 /// members' common length. Read as one unit.
-pub struct NpzSource {
+pub(crate) struct NpzSource {
     path: PathBuf,
     columns: Vec<String>,
     members: Vec<Member>,
@@ -1123,7 +1123,7 @@ fn member_at(name: &str) -> String {
 
 impl NpzSource {
     /// Reads the archive's directory and every `.npy` member's header.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, ReadError> {
         let mut archive = open_archive(path, 64 << 10)?;
         let mut members = Vec::new();
         for index in 0..archive.len() {

@@ -48,7 +48,7 @@ use crate::source::format::Format;
 /// A YOLO label file (`.txt`), with `dataset: {layout: yolo}`; `num_classes`
 /// of `class` says which files ultralytics drops, `kpt_shape` makes them
 /// pose labels.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "yolo",
     |n, hints| hints.layout == Some(Layout::Yolo) && is_label_name(n.path),
     |path, o| {
@@ -61,10 +61,10 @@ pub const FORMAT: Format = Format::new(
 );
 
 /// Largest label file read: far above any real one (a line per object).
-pub const MAX_LABEL_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_LABEL_BYTES: u64 = 64 << 20;
 
 /// The columns of a YOLO label file.
-pub const COLUMNS: [&str; 7] = ["class", "x", "y", "w", "h", "points", "keypoints"];
+pub(crate) const COLUMNS: [&str; 7] = ["class", "x", "y", "w", "h", "points", "keypoints"];
 
 /// ultralytics' bound on normalised coordinates (`points.max() <= 1.01`,
 /// compared in float32).
@@ -76,7 +76,7 @@ const MIN_VALUE: f32 = -0.01;
 
 /// Whether a search with `layout: yolo` picks up this file: ultralytics
 /// looks for `<image stem>.txt` (lower-case extension).
-pub fn is_label_name(path: &Path) -> bool {
+pub(crate) fn is_label_name(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "txt")
 }
 
@@ -102,7 +102,7 @@ enum Shape {
 
 /// A YOLO label file, parsed at open.
 #[derive(Debug)]
-pub struct YoloSource {
+pub(crate) struct YoloSource {
     columns: Vec<String>,
     lines: Vec<Line>,
     /// How ultralytics reads the lines.
@@ -154,7 +154,7 @@ pub(crate) fn python_lines(text: &str) -> impl Iterator<Item = &str> {
 impl YoloSource {
     /// Reads and parses a label file; `nc` is the dataset's class count,
     /// `kpt_shape` (keypoints, values each) makes its lines pose labels.
-    pub fn open(path: &Path, nc: Option<i128>, kpt_shape: Option<(usize, usize)>) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path, nc: Option<i128>, kpt_shape: Option<(usize, usize)>) -> Result<Self, ReadError> {
         let too_big = |len: u64| {
             ReadError::new(format!(
                 "a YOLO label file of {len} bytes (more than {} MiB): not a label file",
@@ -166,7 +166,7 @@ impl YoloSource {
     }
 
     /// Parses a label file's bytes.
-    pub fn parse(bytes: &[u8], nc: Option<i128>, kpt_shape: Option<(usize, usize)>) -> Result<Self, ReadError> {
+    pub(crate) fn parse(bytes: &[u8], nc: Option<i128>, kpt_shape: Option<(usize, usize)>) -> Result<Self, ReadError> {
         let text = std::str::from_utf8(bytes).map_err(|e| {
             ReadError::new(format!(
                 "not UTF-8 text ({e}): ultralytics cannot read this label file and drops its image as corrupt"

@@ -88,7 +88,7 @@ impl DataFile {
 /// What expanding the PATHs found: files, problems, and warnings about
 /// the layout (file, message).
 #[derive(Debug, Default)]
-pub struct Discovered {
+pub(crate) struct Discovered {
     /// The files, sorted by the name reports show.
     pub files: Vec<DataFile>,
     /// Paths that matched nothing, unreadable directories, empty classes.
@@ -107,7 +107,7 @@ pub struct Discovered {
 /// matches) is an image folder's root ([`super::image_folder`]); with
 /// `layout: yolo` a search keeps the `.txt` files that are labels
 /// ([`super::yolo`]).
-pub fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
+pub(crate) fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
     if hints.layout == Some(Layout::ImageFolder) {
         let model = hints
             .column(super::image_folder::LABEL)

@@ -39,18 +39,18 @@ use crate::schema::labels::{self, Clash, ModelLabels};
 use crate::source::read::{Batch, Source};
 
 /// torchvision's `IMG_EXTENSIONS`, matched against the lower-cased name.
-pub const IMG_EXTENSIONS: [&str; 9] = [
+pub(crate) const IMG_EXTENSIONS: [&str; 9] = [
     ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp",
 ];
 
 /// The column holding the class index.
-pub const LABEL: &str = "label";
+pub(crate) const LABEL: &str = "label";
 /// The column holding the class folder's name.
-pub const CLASS_NAME: &str = "class_name";
+pub(crate) const CLASS_NAME: &str = "class_name";
 
 /// What listing one root found.
 #[derive(Debug, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     /// The root as the user named it.
     pub root: String,
     /// The class names, in index order.
@@ -64,7 +64,7 @@ pub struct Listing {
 }
 
 /// Whether torchvision takes a file name as an image (`has_file_allowed_extension`).
-pub fn is_image_name(name: &std::ffi::OsStr) -> bool {
+pub(crate) fn is_image_name(name: &std::ffi::OsStr) -> bool {
     let bytes = name.as_encoded_bytes();
     if bytes.is_ascii() {
         return IMG_EXTENSIONS
@@ -77,7 +77,7 @@ pub fn is_image_name(name: &std::ffi::OsStr) -> bool {
 }
 
 /// Lists the image folder at `root` (shown in reports as `shown`).
-pub fn list(root: &Path, shown: &str) -> Listing {
+pub(crate) fn list(root: &Path, shown: &str) -> Listing {
     let mut out = Listing {
         root: shown.to_string(),
         ..Listing::default()
@@ -150,7 +150,7 @@ pub fn list(root: &Path, shown: &str) -> Listing {
 /// are the keys below it with an image name. A folder that holds no object
 /// does not exist in storage, so an empty class folder, which locally is an
 /// error, is not there to be found.
-pub fn list_remote(url: &str, shown: &str) -> Listing {
+pub(crate) fn list_remote(url: &str, shown: &str) -> Listing {
     let mut out = Listing {
         root: shown.to_string(),
         ..Listing::default()
@@ -301,7 +301,7 @@ fn tree_notes(classes: &[String], loose: usize) -> Vec<String> {
 /// Warnings for splits (several roots) whose class lists differ: each split
 /// numbers its own folders, so a class missing from one shifts the indices
 /// of every later class there.
-pub fn compare_splits(listings: &[Listing]) -> Vec<(String, String)> {
+pub(crate) fn compare_splits(listings: &[Listing]) -> Vec<(String, String)> {
     let mut notes = Vec::new();
     let Some(first) = listings.first() else { return notes };
     for other in &listings[1..] {
@@ -362,13 +362,13 @@ pub(crate) static COLUMNS: LazyLock<Vec<String>> = LazyLock::new(|| vec![LABEL.t
 /// listing, never from the image's bytes (torchvision's label does not
 /// depend on them).
 #[derive(Debug)]
-pub struct ImageRow {
+pub(crate) struct ImageRow {
     label: FolderLabel,
 }
 
 impl ImageRow {
     /// The row of an image of class `label`.
-    pub fn new(label: &FolderLabel) -> ImageRow {
+    pub(crate) fn new(label: &FolderLabel) -> ImageRow {
         ImageRow { label: label.clone() }
     }
 }
@@ -468,7 +468,7 @@ pub(super) fn discover(args: &[PathBuf], model: Option<&ModelLabels>) -> Discove
 /// The listing of every root a run names, with the split comparison in
 /// its notes (as (root, message)), and each root's classes compared with
 /// the model's label names (`model`, the `label` column's).
-pub fn list_roots(roots: &[(PathBuf, String)], model: Option<&ModelLabels>) -> Discovered {
+pub(crate) fn list_roots(roots: &[(PathBuf, String)], model: Option<&ModelLabels>) -> Discovered {
     let listings: Vec<Listing> = roots
         .iter()
         .map(|(p, shown)| match p.to_str() {

@@ -1,8 +1,8 @@
 //! Layouts: how paths and names become the files (tables) a run checks —
 //! the arguments and the schema's `dataset.files` expanded into data files.
 
-pub mod discover;
+pub(crate) mod discover;
 mod hf_folders;
-pub mod image_folder;
-pub mod tables;
-pub mod yolo;
+pub(crate) mod image_folder;
+pub(crate) mod tables;
+pub(crate) mod yolo;

@@ -172,7 +172,7 @@ const IMAGE_EXTENSIONS: [&str; 13] = [
 ];
 
 /// Whether ultralytics takes this file for an image of a dataset.
-pub fn is_image_name(path: &Path) -> bool {
+pub(crate) fn is_image_name(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
@@ -183,7 +183,7 @@ pub fn is_image_name(path: &Path) -> bool {
 /// `labels` and the extension `.txt`; a path without an `images` folder
 /// has its label beside it. ultralytics resolves a dataset's folders to
 /// absolute paths first, so a relative path's leading `images` counts.
-pub fn label_path(image: &Path) -> PathBuf {
+pub(crate) fn label_path(image: &Path) -> PathBuf {
     if let Some(url) = image.to_str().filter(|_| crate::source::storage::remote::is_url(image)) {
         // A URL keeps its `//`: replaced as a string.
         // The key: past `scheme://bucket`.
@@ -221,7 +221,7 @@ pub fn label_path(image: &Path) -> PathBuf {
 /// A split of a dataset YAML: a folder (its images found by a search) or
 /// an image list file (`images`: the images it lists).
 #[derive(Debug, PartialEq)]
-pub struct Split {
+pub(crate) struct Split {
     /// The folder or list, as resolved.
     pub path: PathBuf,
     /// For a list: its images, ultralytics' image extensions only.
@@ -254,7 +254,7 @@ fn normalize(path: &Path) -> PathBuf {
 /// (else the YAML's folder), a missing `../x` tried as `x`; each a folder or
 /// an image list (`BaseDataset.get_img_files`: one path a line, `./` from
 /// the list's folder, other relative ones from the working directory).
-pub fn splits(yaml: &Path) -> Result<Vec<Split>, String> {
+pub(crate) fn splits(yaml: &Path) -> Result<Vec<Split>, String> {
     let text = std::fs::read_to_string(yaml).map_err(|e| e.to_string())?;
     let data: serde_json::Value = serde_saphyr::from_str(&text).map_err(|e| format!("not a YOLO dataset YAML: {e}"))?;
     let truthy = |v: &serde_json::Value| match v {
@@ -326,7 +326,7 @@ pub fn splits(yaml: &Path) -> Result<Vec<Split>, String> {
 /// The class names of an ultralytics dataset YAML (`names`: a list, or a
 /// mapping from index to name as `check_class_names` reads it), in index
 /// order; `None` without names.
-pub fn names(yaml: &Path) -> Option<Vec<Option<String>>> {
+pub(crate) fn names(yaml: &Path) -> Option<Vec<Option<String>>> {
     let text = std::fs::read_to_string(yaml).ok()?;
     let data: serde_json::Value = serde_saphyr::from_str(&text).ok()?;
     let name = |v: &serde_json::Value| match v {

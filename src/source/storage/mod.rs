@@ -17,7 +17,7 @@ mod blob;
 mod hub;
 mod input;
 mod positioned;
-pub mod remote;
+pub(crate) mod remote;
 mod seekable;
 mod window;
 

@@ -46,7 +46,7 @@ const SCHEMES: [&str; 8] = [
 
 /// Whether a PATH argument names an object in storage rather than a local
 /// file.
-pub fn is_url(path: &Path) -> bool {
+pub(crate) fn is_url(path: &Path) -> bool {
     path.to_str().is_some_and(|s| SCHEMES.iter().any(|p| s.starts_with(p)))
 }
 
@@ -113,13 +113,13 @@ fn not_a_url(url: &str) -> String {
 
 /// Whether a URL is read over plain HTTP(S) (no listing; a URL, so its
 /// path is percent-encoded and it may carry a query string).
-pub fn is_http(url: &str) -> bool {
+pub(crate) fn is_http(url: &str) -> bool {
     url.starts_with("https://") || url.starts_with("http://")
 }
 
 /// A path as its name tells its format: an `http(s)://` URL without its
 /// query string (`x.parquet?download=true` is a `.parquet`).
-pub fn without_query(path: &Path) -> std::borrow::Cow<'_, Path> {
+pub(crate) fn without_query(path: &Path) -> std::borrow::Cow<'_, Path> {
     match path.to_str() {
         Some(s) if is_http(s) && s.contains('?') => {
             std::borrow::Cow::Owned(std::path::PathBuf::from(s.split('?').next().unwrap_or(s)))
@@ -496,7 +496,7 @@ fn listed() -> &'static Mutex<HashMap<String, u64>> {
 }
 
 /// The size of a URL's object as its listing gave it, if it was listed.
-pub fn listed_size(url: &Path) -> Option<u64> {
+pub(crate) fn listed_size(url: &Path) -> Option<u64> {
     let url = url.to_str()?;
     listed().lock().unwrap_or_else(|e| e.into_inner()).get(url).copied()
 }
@@ -507,13 +507,13 @@ pub fn listed_size(url: &Path) -> Option<u64> {
 /// in), any other URL a prefix when objects lie below it and else one
 /// object. Sorted URLs with their sizes; an empty list when nothing is
 /// there (the caller says so).
-pub fn list(url: &str) -> Result<Vec<(String, u64)>, String> {
+pub(crate) fn list(url: &str) -> Result<Vec<(String, u64)>, String> {
     list_keys(url, false)
 }
 
 /// [`list`] with hidden entries kept (torchvision's `ImageFolder` counts a
 /// hidden class folder as a class).
-pub fn list_with_hidden(url: &str) -> Result<Vec<(String, u64)>, String> {
+pub(crate) fn list_with_hidden(url: &str) -> Result<Vec<(String, u64)>, String> {
     list_keys(url, true)
 }
 
@@ -710,14 +710,14 @@ static REQUESTS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// (requests, bytes) of object reads so far in this process.
-pub fn traffic() -> (u64, u64) {
+pub(crate) fn traffic() -> (u64, u64) {
     (REQUESTS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed))
 }
 
 /// One object, read by ranges pinned to the version its first response
 /// came from.
 #[derive(Clone)]
-pub struct Object {
+pub(crate) struct Object {
     store: Store,
     key: ObjPath,
     url: String,
@@ -726,7 +726,7 @@ pub struct Object {
 
 impl Object {
     /// The object at `url` (no request yet).
-    pub fn open(url: &Path) -> Result<Object, ReadError> {
+    pub(crate) fn open(url: &Path) -> Result<Object, ReadError> {
         let text = url.to_str().ok_or_else(|| ReadError::new("a URL must be UTF-8"))?;
         let (root, key) = split(text).ok_or_else(|| ReadError::new(not_a_url(text)))?;
         if key.is_empty() || key.ends_with('/') {
@@ -848,7 +848,7 @@ impl Object {
     }
 
     /// The object's size: from the listing, or one metadata request.
-    pub fn size(&self) -> Result<u64, ReadError> {
+    pub(crate) fn size(&self) -> Result<u64, ReadError> {
         match self.size {
             Some(size) => Ok(size),
             None => self.request(None).map(|(size, _)| size),
@@ -856,13 +856,13 @@ impl Object {
     }
 
     /// The object's size when its listing gave it (no request).
-    pub fn listed_size(&self) -> Option<u64> {
+    pub(crate) fn listed_size(&self) -> Option<u64> {
         self.size
     }
 
     /// The last `n` bytes (all of a smaller object), with the object's
     /// size: one request, which pins the object's version.
-    pub fn tail(&self, n: u64) -> Result<(u64, Bytes), ReadError> {
+    pub(crate) fn tail(&self, n: u64) -> Result<(u64, Bytes), ReadError> {
         match self.size {
             Some(0) => Ok((0, Bytes::new())),
             Some(size) => self.request(Some(GetRange::Bounded(size.saturating_sub(n)..size))),
@@ -885,14 +885,14 @@ impl Object {
 
     /// The bytes of `ranges` (of the version [`Object::tail`] pinned),
     /// nearby ones merged into one request, several requests at once.
-    pub fn ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+    pub(crate) fn ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
         self.ranges_merged(ranges, COALESCE)
     }
 
     /// [`Object::ranges`] with only touching ranges merged: one request
     /// each (page headers scattered over a column chunk, whose gaps are
     /// the values a read does not want).
-    pub fn ranges_apart(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+    pub(crate) fn ranges_apart(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
         self.ranges_merged(ranges, 0)
     }
 
@@ -934,7 +934,7 @@ impl Object {
     }
 
     /// The object read from its start, block by block (see [`Stream`]).
-    pub fn stream(self) -> Result<Stream, ReadError> {
+    pub(crate) fn stream(self) -> Result<Stream, ReadError> {
         let size = self.size()?;
         Ok(Stream {
             object: self,
@@ -953,7 +953,7 @@ const BLOCK: u64 = 8 * 1024 * 1024;
 /// `BLOCK`, the next block requested while this one is read. Memory is
 /// two blocks per open stream, whatever the object's size; nothing is
 /// written to disk.
-pub struct Stream {
+pub(crate) struct Stream {
     object: Object,
     size: u64,
     /// Where the next block starts.

@@ -19,7 +19,7 @@ use std::path::Path;
 use super::{Kind, check_size};
 
 /// The (width, height) Pillow gives the image file at `path`.
-pub fn size_of_file(path: &Path) -> Result<(u64, u64), String> {
+pub(crate) fn size_of_file(path: &Path) -> Result<(u64, u64), String> {
     header_of_file(path).map(|h| h.size)
 }
 
@@ -38,17 +38,12 @@ pub struct Header {
 const OBJECT_HEAD: u64 = 256 << 10;
 
 /// The header of the image file (or object) at `path`.
-pub fn header_of_file(path: &Path) -> Result<Header, String> {
+pub(crate) fn header_of_file(path: &Path) -> Result<Header, String> {
     crate::source::storage::parse_start(path, OBJECT_HEAD, |r| header_of(r)).map_err(|e| e.to_string())?
 }
 
-/// The (width, height) of the image `r` holds, read from its header.
-pub fn size_of<R: std::io::BufRead + Seek>(r: R) -> Result<(u64, u64), String> {
-    header_of(r).map(|h| h.size)
-}
-
 /// The header of the image `r` holds.
-pub fn header_of<R: std::io::BufRead + Seek>(mut r: R) -> Result<Header, String> {
+pub(crate) fn header_of<R: std::io::BufRead + Seek>(mut r: R) -> Result<Header, String> {
     let mut head = [0u8; 26];
     let n = read_up_to(&mut r, &mut head).map_err(|e| e.to_string())?;
     let head = &head[..n];
@@ -214,7 +209,7 @@ mod tests {
     use std::io::Cursor;
 
     fn size(b: &[u8]) -> Result<(u64, u64), String> {
-        size_of(Cursor::new(b))
+        header_of(Cursor::new(b)).map(|h| h.size)
     }
 
     #[test]

@@ -24,7 +24,7 @@
 
 mod bmp;
 mod gif;
-pub mod header;
+pub(crate) mod header;
 mod jpeg;
 mod lossy;
 mod png;
@@ -42,13 +42,13 @@ use crate::error::ReadError;
 use crate::source::read::{Batch, Source};
 use crate::source::storage;
 
-pub use crate::schema::columns::PIXELS;
+pub(crate) use crate::schema::columns::PIXELS;
 use crate::source::format::Format;
 
 /// An image (`.png`, `.tif`, `.bmp`, `.gif`, `.pgm`, `.jpg`, `.webp`, ...):
 /// a segmentation mask, one row with column `pixels`. Searched for only
 /// when the schema has a `pixels` column.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "image",
     |n, _| n.ext.is_some_and(is_image_name),
     |path, o| Ok(Box::new(ImageSource::open(path, o.len))),
@@ -61,18 +61,18 @@ fn wants_pixels(columns: &[String]) -> bool {
 
 /// Field metadata key marking a binary column as a whole image file, which
 /// the pixel transform decodes even when the schema sets no `decode`.
-pub const IMAGE_FIELD: &str = "preflight.image";
+pub(crate) const IMAGE_FIELD: &str = "preflight.image";
 
 /// Pillow's `DecompressionBombError` threshold (2 x `MAX_IMAGE_PIXELS`):
 /// larger images are refused by the loader too.
-pub const MAX_PIXELS: u64 = 2 * 89_478_485;
+pub(crate) const MAX_PIXELS: u64 = 2 * 89_478_485;
 
 /// Largest image file read whole.
 const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// The container an image came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// PNG.
     Png,
     /// TIFF.
@@ -91,7 +91,7 @@ pub enum Kind {
 
 impl Kind {
     /// The format's name in messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Png => "PNG",
             Kind::Tiff => "TIFF",
@@ -104,7 +104,7 @@ impl Kind {
     }
 
     /// The kind a file's first bytes say.
-    pub fn sniff(head: &[u8]) -> Option<Kind> {
+    pub(crate) fn sniff(head: &[u8]) -> Option<Kind> {
         if head.starts_with(b"\x89PNG\r\n\x1a\n") {
             Some(Kind::Png)
         } else if head.starts_with(b"II*\0")
@@ -132,7 +132,7 @@ impl Kind {
 
 /// Pillow's image mode: what `numpy.array(img)` holds per pixel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// 1-bit: 0 and 1 (NumPy booleans).
     One,
     /// 8-bit gray.
@@ -159,7 +159,7 @@ pub enum Mode {
 
 impl Mode {
     /// Pillow's name of the mode.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::One => "1",
             Mode::L => "L",
@@ -176,7 +176,7 @@ impl Mode {
     }
 
     /// Samples per pixel.
-    pub fn channels(self) -> usize {
+    pub(crate) fn channels(self) -> usize {
         match self {
             Mode::LA => 2,
             Mode::Rgb => 3,
@@ -188,7 +188,7 @@ impl Mode {
 
 /// Pixel samples, row-major, channels interleaved.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Samples {
+pub(crate) enum Samples {
     /// Modes `1`, `L`, `P`, `LA`, `RGB`, `RGBA`.
     U8(Vec<u8>),
     /// `I;16`.
@@ -203,7 +203,7 @@ pub enum Samples {
 
 /// A decoded image, as Pillow opens it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Image {
+pub(crate) struct Image {
     /// Pixels per row.
     pub width: usize,
     /// Rows.
@@ -233,7 +233,7 @@ pub(crate) fn check_size(width: u64, height: u64) -> Result<(), String> {
 }
 
 /// Decodes image bytes of any supported kind, as Pillow opens them.
-pub fn decode(bytes: &[u8]) -> Result<Image, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Image, String> {
     match Kind::sniff(bytes) {
         Some(Kind::Png) => png::decode(bytes),
         Some(Kind::Tiff) => tiff::decode(bytes),
@@ -250,7 +250,7 @@ pub fn decode(bytes: &[u8]) -> Result<Image, String> {
 pub(crate) const NOT_AN_IMAGE: &str = "not an image preflight reads (PNG, TIFF, BMP, JPEG, WebP, GIF, PBM/PGM/PPM)";
 
 /// Whether a path's extension names an image format.
-pub fn is_image_name(ext: &str) -> bool {
+pub(crate) fn is_image_name(ext: &str) -> bool {
     matches!(
         ext,
         "png" | "tif" | "tiff" | "bmp" | "jpg" | "jpeg" | "webp" | "gif" | "pbm" | "pgm" | "ppm" | "pnm"
@@ -264,7 +264,7 @@ pub fn is_image_name(ext: &str) -> bool {
 /// kind is then sniffed from the bytes read (a mask set is many small files,
 /// so every system call per file counts; this is as many as reading the
 /// file whole takes).
-pub struct ImageSource {
+pub(crate) struct ImageSource {
     path: PathBuf,
     columns: Vec<String>,
     /// The file's size when it was listed.
@@ -285,7 +285,7 @@ const KINDS: [Kind; 7] = [
 
 impl ImageSource {
     /// An image file of `len` bytes (as its metadata says).
-    pub fn open(path: &Path, len: u64) -> ImageSource {
+    pub(crate) fn open(path: &Path, len: u64) -> ImageSource {
         ImageSource {
             path: path.to_path_buf(),
             columns: vec![PIXELS.to_string()],

@@ -218,7 +218,7 @@ struct Loaded {
 
 /// A dataset that an index mapping defines over its data files; row i is
 /// `ds[i]`.
-pub struct MappedSource {
+pub(crate) struct MappedSource {
     indices: Vec<u64>,
     parts: Vec<Part>,
     columns: Vec<String>,
@@ -227,7 +227,7 @@ pub struct MappedSource {
 
 impl MappedSource {
     /// The dataset the mapping at `path` defines over its folder's data.
-    pub fn open(path: &Path) -> Result<MappedSource, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<MappedSource, ReadError> {
         let base = base_of(path)?;
         MappedSource::open_over(path, &base)
     }
@@ -235,7 +235,7 @@ impl MappedSource {
     /// The dataset the mapping at `path` defines over `base` (the data
     /// files of its table, in order). Data files are named in reports as
     /// the mapping's folder joined with their names.
-    pub fn open_over(path: &Path, base: &[PathBuf]) -> Result<MappedSource, ReadError> {
+    pub(crate) fn open_over(path: &Path, base: &[PathBuf]) -> Result<MappedSource, ReadError> {
         let indices = read_indices(path)?;
         let dir = path.parent().unwrap_or(Path::new(""));
         let named: Vec<(String, PathBuf)> = base
@@ -251,7 +251,7 @@ impl MappedSource {
     /// The dataset `indices` defines over the data files `base` (each
     /// named as reports show it, in table order); `None`: every row in
     /// order (a dataset without a mapping).
-    pub fn over_files(indices: Option<Vec<u64>>, base: &[(String, PathBuf)]) -> Result<MappedSource, ReadError> {
+    pub(crate) fn over_files(indices: Option<Vec<u64>>, base: &[(String, PathBuf)]) -> Result<MappedSource, ReadError> {
         let mut source = MappedSource::with_indices(indices.clone().unwrap_or_default(), base)?;
         if indices.is_none() {
             source.indices = (0..source.stored_rows()).collect();
@@ -295,18 +295,8 @@ impl MappedSource {
     }
 
     /// Rows of the data files, end to end.
-    pub fn stored_rows(&self) -> u64 {
+    pub(crate) fn stored_rows(&self) -> u64 {
         self.parts.last().map_or(0, |p| p.start + p.source.rows().unwrap_or(0))
-    }
-
-    /// The dataset's length (`len(ds)`).
-    pub fn len(&self) -> u64 {
-        self.indices.len() as u64
-    }
-
-    /// Whether the dataset has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.indices.is_empty()
     }
 
     /// The projected columns of the whole table, read once per projection.

@@ -26,7 +26,7 @@ use message::{Decoder, next_message};
 
 /// Arrow IPC, file or stream (decided by content). A `datasets` index
 /// mapping is read as the dataset it maps ([`datasets::MappedSource`]).
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "ipc",
     |n, _| matches!(n.ext, Some("arrow" | "feather" | "ipc" | "arrows")),
     |path, o| match datasets::is_mapping(path, &o.hints.columns) {
@@ -36,7 +36,7 @@ pub const FORMAT: Format = Format::new(
 )
 .sniffed(|head| head.starts_with(b"ARROW1") || head.starts_with(&[0xff; 4]));
 
-pub mod datasets;
+pub(crate) mod datasets;
 mod endian;
 pub(crate) mod message;
 
@@ -50,7 +50,7 @@ const FILE_MAGIC: &[u8; 6] = b"ARROW1";
 const MAX_BUFFER_BYTES: i64 = 1 << 32;
 
 /// An Arrow IPC file or stream.
-pub struct IpcSource {
+pub(crate) struct IpcSource {
     path: PathBuf,
     columns: Vec<String>,
     /// The schema's metadata (a `datasets` file's features).
@@ -85,7 +85,7 @@ struct Block {
 
 impl IpcSource {
     /// Opens `path` and reads its schema (and, for a file, its footer).
-    pub fn open(path: &Path) -> Result<IpcSource, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<IpcSource, ReadError> {
         let input = Input::open(path)?;
         let head = input.bytes(0..input.size().min(6))?;
         if head[..] == FILE_MAGIC[..] {

@@ -59,7 +59,7 @@ use values::{Plan, ValueReader};
 
 /// Apache Parquet: `.parquet`, or a file starting `PAR1`. From storage it
 /// opens by its footer alone.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "parquet",
     |n, _| n.ext == Some("parquet"),
     |path, o| {
@@ -81,7 +81,7 @@ const SCALAR_BATCH_ROWS: usize = 8 * 1024;
 /// Bytes of an object's tail fetched with its first request when its size
 /// is not known (a named object: the answer gives it) or is no larger than
 /// this (the object comes whole, and nothing after costs a request).
-pub const FOOTER_PREFETCH: u64 = 256 * 1024;
+pub(crate) const FOOTER_PREFETCH: u64 = 256 * 1024;
 
 /// The tail asked of a larger listed object: the footer of ordinary files
 /// (a few KiB per row group and column) fits, so their footer costs one
@@ -176,7 +176,7 @@ enum Origin {
 }
 
 /// A Parquet file whose metadata has been read.
-pub struct ParquetSource {
+pub(crate) struct ParquetSource {
     origin: Origin,
     /// The file's size in bytes.
     size: u64,
@@ -234,14 +234,14 @@ impl ColumnReader<'_> {
 
 impl ParquetSource {
     /// Opens `path` and reads its footer.
-    pub fn open(path: &Path) -> Result<ParquetSource, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<ParquetSource, ReadError> {
         let file = Blob::open(path)?;
         ParquetSource::with_footer(Origin::Local(path.to_path_buf()), &file)
     }
 
     /// Opens an object in storage and reads its footer: one ranged request
     /// for its tail, a second only when the footer is larger than that.
-    pub fn open_remote(url: &Path) -> Result<ParquetSource, ReadError> {
+    pub(crate) fn open_remote(url: &Path) -> Result<ParquetSource, ReadError> {
         let object = Object::open(url)?;
         let (size, tail) = object.tail(footer_request(object.listed_size()))?;
         let tail_at = size - tail.len() as u64;

@@ -50,7 +50,7 @@ use crate::source::storage::Input;
 
 /// A LitData chunk (`chunk-R-I[.zstd].bin` with an `index.json` beside it),
 /// read with that index.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "litdata",
     |n, _| is_chunk_name(n.name) && n.path.parent().is_some_and(|d| storage::exists(&d.join("index.json"))),
     |path, o| {
@@ -279,7 +279,7 @@ enum Items {
 }
 
 /// One LitData chunk.
-pub struct LitDataSource {
+pub(crate) struct LitDataSource {
     path: PathBuf,
     columns: Vec<String>,
     items: Items,
@@ -465,11 +465,6 @@ fn framed(data: &[u8], count: u64) -> Result<Chunk, ReadError> {
 }
 
 impl LitDataSource {
-    /// Opens a chunk with no `dtype:` for its `bytes` leaves.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
-        Self::open_with(path, &|_| None)
-    }
-
     /// Opens a chunk, `dtype_of(column)` giving the schema's `dtype:`.
     /// Checks its entry in the `index.json` beside it; items are checked
     /// when read.
@@ -922,7 +917,7 @@ impl Source for LitDataSource {
 /// multi-worker `optimize` merges lists every rank's chunks, so a rank
 /// whose chunks never arrived is found here. Nothing for an index that is
 /// no LitData index.
-pub fn missing_chunks(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn missing_chunks(dir: &Path) -> Vec<(String, String)> {
     let Ok(index) = column::load_index(&dir.join("index.json"), "a LitData chunk", parse_index) else {
         return Vec::new();
     };
@@ -948,7 +943,7 @@ pub fn missing_chunks(dir: &Path) -> Vec<(String, String)> {
 /// Whether a file name is a LitData chunk's (`chunk-R-I.bin`, or
 /// `chunk-R-I.<compression>.bin`); it is one when an `index.json` lies
 /// beside it.
-pub fn is_chunk_name(name: &str) -> bool {
+pub(crate) fn is_chunk_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("chunk-").and_then(|r| r.strip_suffix(".bin")) else {
         return false;
     };

@@ -42,7 +42,7 @@ use crate::source::storage::Input;
 
 /// A MosaicML Streaming shard (`.mds`, or compressed whole), read with the
 /// `index.json` beside it and the schema's `dtype:` for raw columns.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "mds",
     |n, _| is_shard_name(n.name),
     |path, o| {
@@ -326,7 +326,7 @@ impl Codec {
 // ---------------------------------------------------------------------------
 
 /// One MDS shard.
-pub struct MdsSource {
+pub(crate) struct MdsSource {
     path: PathBuf,
     columns: Vec<String>,
     encodings: Vec<Enc>,
@@ -351,11 +351,6 @@ pub struct MdsSource {
 }
 
 impl MdsSource {
-    /// Opens a shard with no `dtype:` for its `bytes` columns.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
-        Self::open_with(path, &|_| None)
-    }
-
     /// Opens a shard, `dtype_of(column)` giving the schema's `dtype:` for a
     /// column (how a `bytes` column's tokens are stored). Checks the entry
     /// of `index.json` that names the file and the file's size; samples are
@@ -830,7 +825,7 @@ impl Source for MdsSource {
 /// (neither the compressed file nor its raw twin): (the name the index
 /// gives it, why it is an error). Nothing for an index that is no MDS
 /// index (a shard beside it reports that when opened).
-pub fn missing_shards(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn missing_shards(dir: &Path) -> Vec<(String, String)> {
     let Ok(index) = load_index(&dir.join("index.json")) else {
         return Vec::new();
     };
@@ -862,7 +857,7 @@ pub fn missing_shards(dir: &Path) -> Vec<(String, String)> {
 /// Whether a directory search checks this shard: not a compressed one whose
 /// decompressed twin (as a reader's cache keeps it) lies beside it, which
 /// would count every sample twice.
-pub fn searched(path: &Path) -> bool {
+pub(crate) fn searched(path: &Path) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -874,7 +869,7 @@ pub fn searched(path: &Path) -> bool {
 }
 
 /// Whether a file name is an MDS shard's: `*.mds`, or one compressed whole.
-pub fn is_shard_name(name: &str) -> bool {
+pub(crate) fn is_shard_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     let name = [".zstd", ".gz", ".br", ".bz2", ".snappy"]
         .iter()

@@ -4,6 +4,6 @@
 //! the same way ([`column`]).
 
 pub(crate) mod column;
-pub mod litdata;
-pub mod mds;
+pub(crate) mod litdata;
+pub(crate) mod mds;
 mod mdshash;

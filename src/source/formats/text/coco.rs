@@ -45,13 +45,13 @@ use crate::error::ReadError;
 use crate::schema::{BoxFormat, CocoMapping, ValueRule};
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 
-pub use crate::schema::columns::CATEGORY_ID;
+pub(crate) use crate::schema::columns::CATEGORY_ID;
 use crate::source::format::Format;
 
 /// A COCO annotation file (`.json` holding `images`, `annotations` and
 /// `categories`): a table of its annotations. Searched for only when its
 /// content is COCO, so never in a storage listing (known by name alone).
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "coco",
     |n, _| n.ext == Some("json"),
     |path, o| {
@@ -77,7 +77,7 @@ const BBOX: &str = "bbox";
 /// The schema's box rule on `bbox`: how boxes are written, and where the
 /// images are whose `images[]` entry gives no size.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Boxes {
+pub(crate) struct Boxes {
     /// The rule's `format`.
     pub format: BoxFormat,
     /// The rule's `images:` folder.
@@ -111,7 +111,7 @@ fn whole_file(path: &Path) -> Result<bytes::Bytes, ReadError> {
 /// top-level keys (values skipped) include all three, or it does not parse
 /// (then opening it is the file's error). Other JSON (`state.json`,
 /// `index.json`, configs) is skipped.
-pub fn is_coco(path: &Path) -> bool {
+pub(crate) fn is_coco(path: &Path) -> bool {
     let Ok(head) = crate::source::storage::head(path, SNIFF_BYTES) else {
         return false;
     };
@@ -210,7 +210,7 @@ impl fmt::Display for Key {
 
 /// How a mapped column turns ids into classes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CategoryMap {
+pub(crate) struct CategoryMap {
     /// id -> class index.
     classes: HashMap<Key, i64>,
     /// Whether it is detectron2's (`coco_mapping: contiguous`).
@@ -276,7 +276,7 @@ fn whole(v: &Value) -> Option<i128> {
 
 /// A COCO file, with what the pre-pass learnt.
 #[derive(Debug)]
-pub struct CocoSource {
+pub(crate) struct CocoSource {
     path: std::path::PathBuf,
     columns: Vec<String>,
     categories: Vec<Category>,
@@ -340,7 +340,7 @@ impl CocoSource {
     /// Opens a COCO file; `mapping(column)` is the schema's `coco_mapping`,
     /// `boxes` the format of the schema's `bbox` box rule (its boxes are
     /// then compared with their images' sizes).
-    pub fn open_with(
+    pub(crate) fn open_with(
         path: &Path,
         mapping: &dyn Fn(&str) -> Option<CocoMapping>,
         boxes: Option<Boxes>,
@@ -467,12 +467,12 @@ impl CocoSource {
     }
 
     /// The number of categories.
-    pub fn category_count(&self) -> usize {
+    pub(crate) fn category_count(&self) -> usize {
         self.categories.len()
     }
 
     /// The largest category id, if any.
-    pub fn max_category_id(&self) -> Option<i128> {
+    pub(crate) fn max_category_id(&self) -> Option<i128> {
         self.categories.iter().filter_map(|c| whole(&c.id)).max()
     }
 }

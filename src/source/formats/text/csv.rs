@@ -38,7 +38,7 @@ use crate::source::read::{BATCH_ROWS, Batch, Source};
 use crate::source::storage;
 
 /// CSV (comma) or TSV (tab), optionally gzip- or zstd-compressed.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "csv",
     |n, _| matches!(n.ext, Some("csv" | "tsv")),
     |path, _| Ok(Box::new(CsvSource::open(path)?)),
@@ -47,7 +47,7 @@ pub const FORMAT: Format = Format::new(
 /// A CSV or TSV file: one unit read front to back, or (see the module
 /// docs) chunks of a memory-mapped quote-free file.
 #[derive(Debug)]
-pub struct CsvSource {
+pub(crate) struct CsvSource {
     path: PathBuf,
     delimiter: u8,
     columns: Vec<String>,
@@ -105,7 +105,7 @@ type Reader = ::csv::Reader<Capped<Box<dyn Read + Send>>>;
 
 impl CsvSource {
     /// Opens a CSV/TSV file (optionally compressed) and reads its header.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, ReadError> {
         Self::open_with_limit(path, MAX_RECORD_BYTES)
     }
 

@@ -28,18 +28,18 @@ use crate::source::format::Format;
 use crate::source::read::{BATCH_ROWS, Batch, Source};
 
 /// JSON Lines, optionally gzip- or zstd-compressed.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "jsonl",
     |n, _| matches!(n.ext, Some("jsonl" | "ndjson")),
     |path, _| Ok(Box::new(JsonlSource::open(path)?)),
 );
 
 /// Deepest nesting of arrays inside a value; deeper is a read error.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// A JSON Lines file: one unit, read front to back.
 #[derive(Debug)]
-pub struct JsonlSource {
+pub(crate) struct JsonlSource {
     path: PathBuf,
     columns: Vec<String>,
     /// Longest line accepted ([`MAX_RECORD_BYTES`]; smaller in tests).
@@ -405,7 +405,7 @@ pub(crate) fn push_value(b: &mut ColumnBuilder, v: &Value, depth: usize, rewritt
 impl JsonlSource {
     /// Opens a JSON Lines file (optionally compressed), collecting its
     /// columns with a pre-pass that also checks every line is an object.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, ReadError> {
         Self::open_with_limit(path, MAX_RECORD_BYTES)
     }
 

@@ -2,7 +2,7 @@
 //! share the typed column builders that turn text values into Arrow arrays
 //! ([`column`]) and JSON Lines' value parsing (COCO).
 
-pub mod coco;
+pub(crate) mod coco;
 pub(crate) mod column;
-pub mod csv;
-pub mod jsonl;
+pub(crate) mod csv;
+pub(crate) mod jsonl;

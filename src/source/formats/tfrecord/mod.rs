@@ -46,7 +46,7 @@ use crate::source::storage::Input;
 /// `.tfrecords`, `.gz` of them, or TF-slim's `train-00000-of-01024` known
 /// by its framing). A search keeps its files when one has a feature the
 /// schema names.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "tfrecord",
     |n, _| matches!(n.ext, Some("tfrecord" | "tfrecords")),
     |path, _| Ok(Box::new(TfRecordSource::open(path)?)),
@@ -91,7 +91,7 @@ struct Unit {
 }
 
 /// A TFRecord file, listed and ready to read.
-pub struct TfRecordSource {
+pub(crate) struct TfRecordSource {
     path: PathBuf,
     gzip: bool,
     map: Option<(Arc<Mmap>, Bytes)>,
@@ -201,7 +201,7 @@ impl Lister {
 
 impl TfRecordSource {
     /// Lists the file at `path`.
-    pub fn open(path: &Path) -> Result<TfRecordSource, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<TfRecordSource, ReadError> {
         TfRecordSource::open_split(path, UNIT_BYTES, SKIM_MIN)
     }
 

@@ -70,7 +70,7 @@ fn err(message: impl Into<String>) -> ReadError {
 }
 
 /// A Megatron-LM indexed dataset: column `tokens`, row i = sequence i.
-pub struct MegatronSource {
+pub(crate) struct MegatronSource {
     columns: Vec<String>,
     /// The whole index (read once: it is checked whole when opened).
     idx: Bytes,
@@ -87,7 +87,7 @@ impl MegatronSource {
     /// Maps both files and checks the whole index against the `.bin`.
     /// `dtype` is the schema's `dtype:` for `tokens`, which must agree with
     /// the index's when given.
-    pub fn open(bin: &Path, idx: &Path, dtype: Option<&str>) -> Result<Self, ReadError> {
+    pub(crate) fn open(bin: &Path, idx: &Path, dtype: Option<&str>) -> Result<Self, ReadError> {
         let wanted = tokenbin::schema_dtype(dtype)?;
         let at_idx = |e: ReadError| {
             e.at(format!(

@@ -2,25 +2,25 @@
 //! nanoGPT `.bin`) and Megatron-LM's indexed datasets (`.bin` + `.idx`),
 //! which share the `.bin` name and the stream's column and batches.
 
-pub mod megatron;
-pub mod stream;
+pub(crate) mod megatron;
+pub(crate) mod stream;
 
 use std::path::Path;
 
-pub use super::dtype::Dtype;
+pub(crate) use super::dtype::Dtype;
 use crate::error::ReadError;
 use crate::source::format::Format;
 use crate::source::read::Source;
 use crate::source::storage;
-pub use megatron::MegatronSource;
-pub use stream::{TOKENS, TokenStreamSource, is_raw};
+pub(crate) use megatron::MegatronSource;
+pub(crate) use stream::{TOKENS, TokenStreamSource, is_raw};
 
 /// A `.bin` of token ids: a Megatron-LM dataset (an `.idx` beside it), an
 /// llm.c / modded-nanogpt shard (its header) or a raw nanoGPT stream
 /// (`dtype:` from the schema). Searched for only when the schema has a
 /// `tokens` column, and never inside an MDS or LitData dataset (a folder
 /// with an `index.json`, whose reader owns its files).
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "tokens",
     |n, _| n.ext == Some("bin"),
     |path, o| {
@@ -45,7 +45,7 @@ fn wants_tokens(columns: &[String]) -> bool {
 /// beside it, else an llm.c shard or a raw stream. `dtype` is the schema's
 /// `dtype:` for `tokens`, if given, and `eod` its `eod_id` (a Megatron
 /// dataset's documents are its index's sequences, so it takes none).
-pub fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<dyn Source>, ReadError> {
+pub(crate) fn open(path: &Path, dtype: Option<&str>, eod: Option<i128>) -> Result<Box<dyn Source>, ReadError> {
     let idx = path.with_extension("idx");
     if storage::exists(&idx) {
         return Ok(Box::new(MegatronSource::open(path, &idx, dtype)?));

@@ -47,7 +47,7 @@ use crate::source::storage;
 use crate::source::storage::Input;
 
 /// The column every token layout provides.
-pub const TOKENS: &str = "tokens";
+pub(crate) const TOKENS: &str = "tokens";
 
 /// Tokens per unit of work: large enough to amortise a unit, small enough to
 /// spread a file over every thread and to release pages often.
@@ -272,18 +272,9 @@ fn llmc_magic(magic: i32) -> Option<&'static str> {
     })
 }
 
-/// How a `.bin` token stream is laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// An llm.c / modded-nanogpt shard: header, then tokens.
-    Llmc,
-    /// Tokens from byte 0, dtype from the schema.
-    Raw,
-}
-
 /// Whether a `.bin` is a raw stream, which records no dtype: no `.idx`
 /// beside it, no llm.c magic at its start.
-pub fn is_raw(path: &Path) -> bool {
+pub(crate) fn is_raw(path: &Path) -> bool {
     let magic = Input::open(path)
         .and_then(|i| i.bytes(0..4))
         .ok()
@@ -302,10 +293,9 @@ pub(crate) fn schema_dtype(dtype: Option<&str>) -> Result<Option<Dtype>, ReadErr
 }
 
 /// A token stream: one scalar column `tokens`, row i = token i.
-pub struct TokenStreamSource {
+pub(crate) struct TokenStreamSource {
     columns: Vec<String>,
     region: Region,
-    layout: Layout,
     /// First token of each unit, ascending from 0.
     starts: Vec<u64>,
     /// Whether every unit but the last ends right after an `eod_id`.
@@ -314,7 +304,7 @@ pub struct TokenStreamSource {
 
 impl TokenStreamSource {
     /// Maps the file and checks its header (if any) against its size.
-    pub fn open(path: &Path, dtype: Option<&str>) -> Result<Self, ReadError> {
+    pub(crate) fn open(path: &Path, dtype: Option<&str>) -> Result<Self, ReadError> {
         let wanted = schema_dtype(dtype)?;
         let input = open_input(path)?;
         let size = usize::try_from(input.size()).map_err(|_| ReadError::new("too large for this machine"))?;
@@ -322,7 +312,7 @@ impl TokenStreamSource {
         // before its units.
         let head = input.bytes(0..(size.min(LLMC_HEADER)) as u64)?;
         let magic = head.first_chunk::<4>().map(|b| i32::from_le_bytes(*b));
-        let (layout, dtype, offset, count) = match magic.and_then(|m| llmc_magic(m).map(|k| (m, k))) {
+        let (dtype, offset, count) = match magic.and_then(|m| llmc_magic(m).map(|k| (m, k))) {
             Some((magic, kind)) => {
                 let (dtype, version) = match kind {
                     "gpt-2" => (Dtype::U16, 1),
@@ -379,7 +369,7 @@ impl TokenStreamSource {
                         w.name()
                     )));
                 }
-                (Layout::Llmc, dtype, LLMC_HEADER, ntok as usize)
+                (dtype, LLMC_HEADER, ntok as usize)
             }
             None => {
                 let Some(dtype) = wanted else {
@@ -394,14 +384,13 @@ impl TokenStreamSource {
                         dtype.name()
                     )));
                 }
-                (Layout::Raw, dtype, 0, size / dtype.size())
+                (dtype, 0, size / dtype.size())
             }
         };
         let starts = (0..count as u64).step_by(UNIT_TOKENS as usize).collect();
         Ok(TokenStreamSource {
             columns: vec![TOKENS.to_string()],
             region: Region::new(input, offset, count, dtype),
-            layout,
             starts,
             documents: false,
         })
@@ -412,7 +401,7 @@ impl TokenStreamSource {
     /// after the first starts at the first document that begins at or past
     /// its nominal start. A stretch without an EOD id stays in one unit
     /// (long, but read batch by batch, its pages released as it goes).
-    pub fn with_documents(mut self, eod: i128) -> TokenStreamSource {
+    pub(crate) fn with_documents(mut self, eod: i128) -> TokenStreamSource {
         let total = self.region.len() as u64;
         let mut starts = vec![0];
         let mut next = UNIT_TOKENS;
@@ -431,16 +420,6 @@ impl TokenStreamSource {
         self.starts = starts;
         self.documents = true;
         self
-    }
-
-    /// The layout found.
-    pub fn layout(&self) -> Layout {
-        self.layout
-    }
-
-    /// The tokens' element type.
-    pub fn dtype(&self) -> Dtype {
-        self.region.dtype
     }
 }
 
@@ -536,12 +515,12 @@ mod tests {
     #[test]
     fn llmc_headers_name_their_dtype() {
         let s = TokenStreamSource::open(&fixture("llmc/gpt2_bad.bin"), None).expect("gpt2");
-        assert_eq!((s.layout(), s.dtype()), (Layout::Llmc, Dtype::U16));
+        assert_eq!((s.region.offset, s.region.dtype), (LLMC_HEADER, Dtype::U16));
         let t = tokens(&s);
         assert_eq!(t.len(), 64);
         assert_eq!((t[0], t[17], t[63]), (1000, 50257, 65535));
         let s = TokenStreamSource::open(&fixture("llmc/llama3_bad.bin"), Some("uint32")).expect("llama3");
-        assert_eq!(s.dtype(), Dtype::U32);
+        assert_eq!(s.region.dtype, Dtype::U32);
         let t = tokens(&s);
         assert_eq!((t.len(), t[20]), (48, 4294967295));
         let e = TokenStreamSource::open(&fixture("llmc/llama3_bad.bin"), Some("uint16"))

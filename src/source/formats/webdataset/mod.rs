@@ -56,7 +56,7 @@ use crate::source::storage::{self, Input};
 /// A WebDataset tar shard (`.tar`, `.tar.gz`, `.tgz`; compression by
 /// content). A search keeps its shards when one has a member the schema
 /// names.
-pub const FORMAT: Format = Format::new(
+pub(crate) const FORMAT: Format = Format::new(
     "webdataset",
     |n, _| matches!(n.ext, Some("tar" | "tgz")),
     |path, _| Ok(Box::new(WdsSource::open(path)?)),
@@ -129,7 +129,7 @@ struct Unit {
 }
 
 /// A WebDataset shard, listed and ready to read.
-pub struct WdsSource {
+pub(crate) struct WdsSource {
     path: PathBuf,
     compression: Compression,
     /// The file's size, for an uncompressed shard (read by window).
@@ -393,7 +393,7 @@ impl Visit for Lister {
 
 impl WdsSource {
     /// Lists the shard at `path`.
-    pub fn open(path: &Path) -> Result<WdsSource, ReadError> {
+    pub(crate) fn open(path: &Path) -> Result<WdsSource, ReadError> {
         WdsSource::open_split(path, UNIT_BYTES)
     }
 

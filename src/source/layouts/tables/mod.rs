@@ -16,7 +16,7 @@ mod view;
 
 use std::path::Path;
 
-pub use crate::source::format::TableAt;
+pub(crate) use crate::source::format::TableAt;
 
 /// A table a run read as one snapshot, as the report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -48,10 +48,10 @@ pub struct TableRef {
 
 /// A pinned snapshot read again: as the report shows it, and its live
 /// data files; or why it cannot be read.
-pub type Reopened = Result<(TableSnapshot, Vec<super::discover::DataFile>), String>;
+pub(crate) type Reopened = Result<(TableSnapshot, Vec<super::discover::DataFile>), String>;
 
 /// The snapshot `table` pins, read again.
-pub fn reopen(table: &TableRef) -> Reopened {
+pub(crate) fn reopen(table: &TableRef) -> Reopened {
     let at = Some(TableAt::Version(table.version));
     let read = crate::source::read::guarded(|| {
         delta::read(&table.root, &table.shown, at).map_err(crate::error::ReadError::new)
