@@ -40,12 +40,16 @@ SPLIT_BYTES = 128 << 20
 class DataError(ValueError):
     """Data that preflight rejects: the message is the human report.
 
-    ``report`` holds the JSON report as a dict; ``exit_code`` is what
+    ``report`` holds the JSON report as a dict (None when the error was
+    re-raised from a DataLoader worker, which passes on its message only);
+    ``exit_code`` is what
     ``preflight check`` would exit with (1: violations, 2: data that could
     not be checked, such as a missing column).
     """
 
-    def __init__(self, message: str, report: dict, exit_code: int):
+    def __init__(self, message: str, report: Optional[dict] = None, exit_code: int = 1):
+        # report and exit_code default so that the error survives being
+        # re-raised from a DataLoader worker (rebuilt from its message).
         super().__init__(message)
         self.report = report
         self.exit_code = exit_code
@@ -71,6 +75,12 @@ class Validator:
             except OSError as e:
                 raise SchemaError(f"{path}: cannot read the schema: {e}") from e
         self._inner = _Validator(text, path, max_examples)
+
+    @classmethod
+    def _from_model(cls, schema: Mapping, path: str, max_examples: int, sources: Mapping, warnings: list) -> "Validator":
+        v = cls.__new__(cls)
+        v._inner = _Validator(json.dumps(schema), path, max_examples, dict(sources), list(warnings))
+        return v
 
     @classmethod
     def _from_state(cls, state: str) -> "Validator":
@@ -188,20 +198,30 @@ class Validator:
     def wrap_collate(self, collate_fn: Optional[Callable] = None) -> Callable:
         """A ``collate_fn`` for a PyTorch ``DataLoader`` that validates each
         batch's samples before ``collate_fn`` (default: torch's
-        ``default_collate``) turns them into tensors."""
-
-        def collate(samples):
-            self.validate(samples, source="<collate>")
-            fn = collate_fn
-            if fn is None:
-                from torch.utils.data import default_collate as fn
-            return fn(samples)
-
-        return collate
+        ``default_collate``) turns them into tensors. It pickles (with the
+        validator's resolved schema), so it runs in workers under every
+        start method: ``fork``, ``spawn`` and ``forkserver``."""
+        return _Collate(self, collate_fn)
 
     def resolved_schema(self) -> str:
         """The schema with every reference resolved, as YAML."""
         return self._inner.resolved_schema()
+
+
+class _Collate:
+    """:meth:`Validator.wrap_collate`'s function: a class, not a closure,
+    so that DataLoader workers started by ``spawn`` can unpickle it."""
+
+    def __init__(self, validator: Validator, collate_fn: Optional[Callable]):
+        self.validator = validator
+        self.collate_fn = collate_fn
+
+    def __call__(self, samples):
+        self.validator.validate(samples, source="<collate>")
+        fn = self.collate_fn
+        if fn is None:
+            from torch.utils.data import default_collate as fn
+        return fn(samples)
 
 
 def plan(
@@ -300,11 +320,17 @@ def _stack(values: list) -> Any:
 
 
 def _column_np(v: Any) -> Any:
-    """A NumPy array for an array-like; a tensor leaves autograd and its device."""
+    """A NumPy array for an array-like: a CPU tensor is read in place (no
+    copy, autograd left); a tensor on another device is refused rather than
+    copied back, which would synchronise the device every batch."""
     import numpy as np
 
+    device = getattr(v, "device", None)
+    if device is not None and getattr(device, "type", "cpu") != "cpu":
+        raise ValueError(
+            f"a tensor on {device}: preflight reads CPU tensors only, without a copy; "
+            "check the batch before it is moved to the device (in the DataLoader's collate_fn)"
+        )
     if hasattr(v, "detach"):
         v = v.detach()
-    if hasattr(v, "cpu"):
-        v = v.cpu()
     return np.asarray(v)

