@@ -153,10 +153,11 @@ class Validator:
         ``shuffle``, ``sort``, ``select``, ``train_test_split``) by the Rust
         scanner, no row converted in Python. Returns the JSON report as a
         dict: each example names the data file and its row there, and the
-        dataset index as ``index``. A dataset whose table is not whole cache
-        files (built in memory, or a view: renamed, cast or dropped columns,
-        a slice) raises ``ValueError``: check ``ds.data.table`` with
-        :meth:`check` instead."""
+        dataset index as ``index``. Columns dropped with ``remove_columns``
+        are fine unless the schema names one. A dataset whose table is not
+        whole cache files (built in memory, or a view: renamed, cast or
+        schema columns dropped, a slice) raises ``ValueError``: check
+        ``ds.data.table`` with :meth:`check` instead."""
         return json.loads(self._dataset_outcome(ds, jobs).json)
 
     def _dataset_outcome(self, ds: Any, jobs: int = 0) -> Outcome:
@@ -165,20 +166,26 @@ class Validator:
         table = ds._data
         rows = table.blocks if isinstance(table, ConcatenationTable) else [[table]]
         blocks = [b for row in rows for b in row]
+        named = set(self._inner.columns())
+
+        def harmless(replay) -> bool:
+            # Replays are what was done to the file's table: new metadata
+            # changes no value, and dropped columns the schema does not name
+            # (a Trainer's unused columns) are never judged anyway.
+            kind, args = replay[0], replay[1]
+            if kind == "replace_schema_metadata":
+                return True
+            return kind == "drop" and bool(args) and not named & set(args[0])
+
         whole = (
             blocks
             and all(len(row) == 1 for row in rows)
-            # Replays are what was done to the file's table; new metadata
-            # changes no value.
-            and all(
-                isinstance(b, MemoryMappedTable) and all(r[0] == "replace_schema_metadata" for r in b.replays)
-                for b in blocks
-            )
+            and all(isinstance(b, MemoryMappedTable) and all(harmless(r) for r in b.replays) for b in blocks)
         )
         if not whole:
             raise ValueError(
                 "the dataset's table is not whole cache files (built in memory, or a view: renamed, cast "
-                "or dropped columns, a slice): check ds.data.table with Validator.check instead"
+                "or schema columns dropped, a slice): check ds.data.table with Validator.check instead"
             )
         indices = None if ds._indices is None else ds._indices.table
         name = f"<dataset {ds._fingerprint}>"

@@ -15,12 +15,13 @@ when :func:`from_model` is called.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from . import SchemaError, Validator
+from . import DataError, SchemaError, Validator, merge
 
-__all__ = ["from_model"]
+__all__ = ["from_model", "check_whole"]
 
 #: The token-type table of Hugging Face models.
 _TOKEN_TYPE_NAMES = ("token_type_embeddings",)
@@ -212,3 +213,69 @@ def _tokenizer_checks(tokenizer: Any, rows: int, source: str, warnings: list) ->
             f"the tokenizer's pad_token_id is {pad} but {source} is {rows}: every padded batch would crash "
             "the embedding (call model.resize_token_embeddings(len(tokenizer)))"
         )
+
+
+def check_whole(validator: Validator, dataset: Any, name: str = "dataset", jobs: int = 0) -> None:
+    """Checks every sample of ``dataset`` and raises :class:`preflight.DataError`
+    (the human report as its message) when one breaks a rule; what the
+    training callbacks run before the first step.
+
+    A Hugging Face ``datasets.Dataset`` whose table is its cache files is
+    read there by the Rust scanner, through its index mapping, no sample
+    converted in Python; examples name the data file, its row and the
+    dataset ``index``. Any other dataset (``len()`` and ``dataset[i]``:
+    dict samples, or tuples whose items are the columns ``"0"``, ``"1"``...)
+    is read on the CPU in batches of 1,024 samples, with a progress bar on a
+    terminal; examples name ``name`` and the dataset index as the row."""
+    outcome = _arrow_outcome(validator, dataset, jobs)
+    if outcome is None:
+        outcome = _sampled_outcome(validator, dataset, name)
+    if outcome is not None and outcome.exit_code != 0:
+        raise DataError(
+            f"preflight: the {name} dataset breaks the model's bounds\n{outcome.human.rstrip()}",
+            json.loads(outcome.json),
+            outcome.exit_code,
+        )
+
+
+def _arrow_outcome(validator: Validator, dataset: Any, jobs: int) -> Any:
+    try:
+        import datasets
+    except ImportError:
+        return None
+    if not isinstance(dataset, datasets.Dataset):
+        return None
+    try:
+        return validator._dataset_outcome(dataset, jobs)
+    except ValueError:
+        return None
+
+
+def _sampled_outcome(validator: Validator, dataset: Any, name: str) -> Any:
+    import sys
+
+    n = len(dataset)
+    if n == 0:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        tqdm = None
+    bar = tqdm(total=n, desc=f"preflight {name}", unit="sample", file=sys.stderr, disable=None) if tqdm else None
+    partials = []
+    for start in range(0, n, 1024):
+        samples = [_as_dict(dataset[i]) for i in range(start, min(n, start + 1024))]
+        partials.append(validator.check_partial(samples, source=name, first_row=start))
+        if bar is not None:
+            bar.update(len(samples))
+    if bar is not None:
+        bar.close()
+    return merge(partials)
+
+
+def _as_dict(sample: Any) -> Any:
+    if isinstance(sample, Mapping):
+        return sample
+    if isinstance(sample, (tuple, list)):
+        return {str(i): v for i, v in enumerate(sample)}
+    raise TypeError(f"a sample is a {type(sample).__name__}: preflight checks dict or tuple samples")

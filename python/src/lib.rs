@@ -183,6 +183,11 @@ impl Validator {
         })
     }
 
+    /// The schema's column names, in order.
+    fn columns(&self) -> Vec<String> {
+        self.inner.schema().columns.iter().map(|c| c.name.clone()).collect()
+    }
+
     /// The validator as text (an empty partial: resolved schema, warnings,
     /// bound sources, max_examples), to rebuild it elsewhere.
     fn state(&self) -> String {

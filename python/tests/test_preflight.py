@@ -275,6 +275,9 @@ def test_check_dataset_reads_a_datasets_dataset_through_its_mapping(tmp_path):
         "select": ds.select([41, 0, 3, 3, 499]),
         "split": ds.train_test_split(test_size=0.3, seed=0)["test"],
         "slice": ds.shuffle(seed=2).select(range(100, 400)),
+        # A column the schema does not name dropped (as a Trainer drops
+        # what its model does not take): still the cache file's rows.
+        "dropped": ds.shuffle(seed=3).remove_columns(["input_ids"]),
     }
     for name, d in cases.items():
         order = d._indices.column("indices").to_pylist() if d._indices is not None else list(range(len(d)))
@@ -286,6 +289,9 @@ def test_check_dataset_reads_a_datasets_dataset_through_its_mapping(tmp_path):
         assert [(e["file"], e["row"], e["index"], e["value"]) for e in check["examples"]] == want, name
     assert cases["filter"].num_rows < ds.num_rows
     # Not whole cache files: refused, never judged as something else.
+    named = preflight.Validator({"version": 1, "columns": {"input_ids": {"kind": "index", "size": 1000}}})
+    with pytest.raises(ValueError, match="not whole cache files"):
+        named.check_dataset(ds.remove_columns(["input_ids"]))
     for view in [ds.rename_column("label", "y"), datasets.Dataset.from_dict({"label": [9]})]:
         with pytest.raises(ValueError, match="not whole cache files"):
             v.check_dataset(view)
