@@ -31,7 +31,17 @@ from ._preflight import Validator as _Validator
 from ._preflight import merge as _merge
 from ._preflight import plan as _plan
 
-__all__ = ["Validator", "DataError", "SchemaError", "Merged", "plan", "merge", "to_arrow", "__version__"]
+__all__ = [
+    "Validator",
+    "DataError",
+    "SchemaError",
+    "Merged",
+    "IndexedDataset",
+    "plan",
+    "merge",
+    "to_arrow",
+    "__version__",
+]
 
 #: Files at least this large are split into their units by :func:`plan`.
 SPLIT_BYTES = 128 << 20
@@ -215,6 +225,38 @@ class Validator:
         return self._inner.resolved_schema()
 
 
+class Indexed:
+    """A sample with its dataset index, as :class:`IndexedDataset` yields
+    it; :meth:`Validator.wrap_collate` unwraps it, so ``collate_fn`` gets
+    the plain samples."""
+
+    __slots__ = ("index", "sample")
+
+    def __init__(self, index: int, sample: Any):
+        self.index = index
+        self.sample = sample
+
+    def __reduce__(self):
+        return (Indexed, (self.index, self.sample))
+
+
+class IndexedDataset:
+    """``dataset`` with each sample carrying its index, so that a
+    :meth:`Validator.wrap_collate` error names the dataset indices of the
+    bad samples (as rows of ``<dataset>``), not their places in the batch.
+    The sampler is untouched: it draws indices as it would from
+    ``dataset``."""
+
+    def __init__(self, dataset: Any):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Indexed:
+        return Indexed(index, self.dataset[index])
+
+
 class _Collate:
     """:meth:`Validator.wrap_collate`'s function: a class, not a closure,
     so that DataLoader workers started by ``spawn`` can unpickle it."""
@@ -224,7 +266,18 @@ class _Collate:
         self.collate_fn = collate_fn
 
     def __call__(self, samples):
-        self.validator.validate(samples, source="<collate>")
+        indices = None
+        if samples and all(isinstance(s, Indexed) for s in samples):
+            indices = [s.index for s in samples]
+            samples = [s.sample for s in samples]
+        out = self.validator.outcome(samples, source="<collate>")
+        if out.exit_code != 0:
+            if indices is not None:
+                # Rare, so paid only here: each sample again, numbered by
+                # its dataset index.
+                parts = [self.validator.check_partial([s], "<dataset>", i) for i, s in zip(indices, samples)]
+                out = merge(parts)
+            raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
         fn = self.collate_fn
         if fn is None:
             from torch.utils.data import default_collate as fn

@@ -271,19 +271,34 @@ def test_collate_wrapper_in_a_real_dataloader(workers, method):
     validator = pt.from_model(tiny("bert"))
     ctx = multiprocessing.get_context(method) if workers else None
     options = dict(num_workers=workers, multiprocessing_context=ctx, persistent_workers=workers > 0, pin_memory=True)
+    # In every mode: clean data passes, and a bad sample (in the last
+    # batch, so that no worker holds a prefetched batch at the error, which
+    # makes the loader's shutdown wait) raises naming its dataset index.
     clean = torch.utils.data.DataLoader(Samples(64), batch_size=8, collate_fn=validator.wrap_collate(), **options)
-    batches = list(clean)
-    assert len(batches) == 8 and batches[0]["input_ids"].shape == (8, 8)
-    # The bad sample is in the last batch: no worker is left holding a
-    # prefetched batch, which would make the loader's shutdown wait for it.
-    bad = torch.utils.data.DataLoader(Samples(64, bad=61), batch_size=8, collate_fn=validator.wrap_collate(), **options)
-    seen = 0
-    batches = iter(bad)
-    with pytest.raises(preflight.DataError, match="input_ids"):
-        for _ in batches:
-            seen += 1
-    assert seen == 7  # batches 0-6 passed; batch 7 holds sample 61
-    del batches
+    assert [b["input_ids"].shape for b in clean] == [(8, 8)] * 8
+    bad = preflight.IndexedDataset(Samples(64, bad=61))
+    with pytest.raises(preflight.DataError, match=r"<dataset>:61: 100"):
+        for _ in torch.utils.data.DataLoader(bad, batch_size=8, collate_fn=validator.wrap_collate(), **options):
+            pass
+    if workers:
+        return
+    # A seeded shuffle with and without the wrapper gives the same batches
+    # (the sampler's order and RNG untouched); a shuffled bad sample is
+    # still named by its dataset index, and without the index wrapper by
+    # its place in the batch.
+    def loader(dataset, collate_fn):
+        seeded = torch.Generator().manual_seed(7)
+        return torch.utils.data.DataLoader(dataset, batch_size=8, shuffle=True, generator=seeded, collate_fn=collate_fn)
+
+    checked = list(loader(Samples(64), validator.wrap_collate()))
+    plain = list(loader(Samples(64), None))
+    assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(checked, plain))
+    with pytest.raises(preflight.DataError, match=r"<dataset>:37: 100"):
+        for _ in loader(preflight.IndexedDataset(Samples(64, bad=37)), validator.wrap_collate()):
+            pass
+    with pytest.raises(preflight.DataError, match=r"<collate>:\d+: 100"):
+        for _ in loader(Samples(64, bad=37), validator.wrap_collate()):
+            pass
 
 
 def test_a_validator_used_before_the_workers_fork_does_not_deadlock(tmp_path):
