@@ -19,6 +19,7 @@ Arrow data and contiguous NumPy arrays are read in place, without a copy.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
@@ -120,10 +121,11 @@ class Validator:
     def validate(self, data: Any, source: str = "<batch>", first_row: int = 0) -> Any:
         """Returns ``data`` unchanged when every rule holds; raises
         :class:`DataError` (with the human report as its message) otherwise."""
-        out = self.outcome(data, source, first_row)
-        if out.exit_code != 0:
-            raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
-        return data
+        arrow = to_arrow(data)
+        if self._inner.passes(arrow):
+            return data
+        out = self._inner.check(arrow, source, first_row)
+        raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
 
     def mask(self, data: Any) -> Any:
         """A ``pyarrow.BooleanArray``, true for the rows of ``data`` that pass
@@ -270,18 +272,27 @@ class _Collate:
         if samples and all(isinstance(s, Indexed) for s in samples):
             indices = [s.index for s in samples]
             samples = [s.sample for s in samples]
-        out = self.validator.outcome(samples, source="<collate>")
-        if out.exit_code != 0:
+        if self.collate_fn is None:
+            # torch's default_collate stacks arrays and numbers into tensors
+            # holding the samples' values, read in place: stacked once.
+            from torch.utils.data import default_collate
+
+            batch = default_collate(samples)
+            # Only tensors: sequences given as lists come out transposed.
+            stacked = isinstance(batch, Mapping) and all(hasattr(v, "shape") for v in batch.values())
+            checked = batch if stacked else samples
+        else:
+            batch, checked = None, samples
+        arrow = to_arrow(checked)
+        if not self.validator._inner.passes(arrow):
+            out = self.validator._inner.check(arrow, "<collate>", 0)
             if indices is not None:
                 # Rare, so paid only here: each sample again, numbered by
                 # its dataset index.
                 parts = [self.validator.check_partial([s], "<dataset>", i) for i, s in zip(indices, samples)]
                 out = merge(parts)
             raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
-        fn = self.collate_fn
-        if fn is None:
-            from torch.utils.data import default_collate as fn
-        return fn(samples)
+        return batch if self.collate_fn is None else self.collate_fn(samples)
 
 
 def plan(
@@ -352,14 +363,16 @@ def _column(values: Any) -> Any:
         if values.dtype.kind == "O":
             return pa.array(list(values))
         # A masked array's masked elements are nulls (checked by `null`).
-        mask = np.ma.getmaskarray(values) if np.ma.isMaskedArray(values) else None
-        data = np.ma.getdata(values)
+        if isinstance(values, np.ma.MaskedArray):
+            mask, data = np.ma.getmaskarray(values), np.ma.getdata(values)
+        else:
+            mask, data = None, values
         if data.ndim == 0:
             data = data.reshape(1)
             mask = None if mask is None else mask.reshape(1)
         if data.ndim == 1:
             return pa.array(data, mask=mask)
-        width = int(np.prod(data.shape[1:]))
+        width = math.prod(data.shape[1:])
         flat = np.ascontiguousarray(data).reshape(-1)
         flat_mask = None if mask is None else np.ascontiguousarray(mask).reshape(-1)
         return pa.FixedSizeListArray.from_arrays(pa.array(flat, mask=flat_mask), width)
@@ -391,6 +404,8 @@ def _column_np(v: Any) -> Any:
             f"a tensor on {device}: preflight reads CPU tensors only, without a copy; "
             "check the batch before it is moved to the device (in the DataLoader's collate_fn)"
         )
-    if hasattr(v, "detach"):
+    if getattr(v, "requires_grad", False):
         v = v.detach()
+    if type(v).__module__ == "torch":
+        return v.numpy()
     return np.asarray(v)

@@ -88,6 +88,22 @@ impl Validator {
         })
     }
 
+    /// Whether every rule holds on `data`: [`Validator::check`] without
+    /// rendering a report, the fast path of `validate` (a failure is then
+    /// checked again for its report).
+    fn passes(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let batches = batches(data)?;
+        let validator = &self.inner;
+        Ok(py.detach(|| {
+            validator
+                .check_batches("<batch>", 0, &batches)
+                .report(validator)
+                .outcome()
+                .exit_code()
+                == 0
+        }))
+    }
+
     /// Which rows pass every rule: a pyarrow BooleanArray over the rows of
     /// all of `data`'s batches, in order.
     fn mask(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

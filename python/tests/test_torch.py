@@ -340,3 +340,17 @@ def test_a_validator_used_before_the_workers_fork_does_not_deadlock(tmp_path):
     file.write_text(script)
     out = subprocess.run([sys.executable, str(file), str(tmp_path / "ds")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_collate_checks_list_samples_as_samples_not_as_the_transposed_batch():
+    """default_collate turns list values into a list of per-position
+    tensors; the check must still see each sample's row."""
+    validator = preflight.Validator({"version": 1, "columns": {"input_ids": {"kind": "index", "size": 100, "max_length": 3}}})
+    collate = validator.wrap_collate()
+    batch = collate([{"input_ids": [1, 2, 3]}, {"input_ids": [4, 5, 6]}])
+    assert [t.tolist() for t in batch["input_ids"]] == [[1, 4], [2, 5], [3, 6]]
+    with pytest.raises(preflight.DataError, match=r"<collate>:1: 100"):
+        collate([{"input_ids": [1, 2, 3]}, {"input_ids": [4, 100, 6]}])
+    # Arrays are checked in the stacked batch, the same verdicts.
+    with pytest.raises(preflight.DataError, match=r"<collate>:1: 100"):
+        collate([{"input_ids": np.array([1, 2, 3])}, {"input_ids": np.array([4, 100, 6])}])

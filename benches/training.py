@@ -1,0 +1,215 @@
+"""preflight in the training loop beside what users write instead, each pair
+in the same process and the same minute (the wheel installed in the test
+venv: python/tests/wheel.sh build, then pip install it).
+
+    target/test-venv/bin/python benches/training.py [WORK_DIR]
+
+1. batch: one batch of 32 x 2048 int64 input_ids, token_type_ids,
+   attention_mask and labels as CPU tensors: `validator.validate(batch)`
+   against the torch expressions of the same rules
+   (`((x < 0) | (x >= V)).any()` per tensor, the mask in {0, 1}, labels in
+   range or -100, and the length). Median of REPS (default 200) after a
+   warm-up, the two alternated.
+2. epoch: a DataLoader over an in-memory tokenized dataset (EPOCH_ROWS
+   samples of 512 ids, default 20,000; batch 32; 2 workers, fork), with
+   `wrap_collate()` and without; median of 3 alternated epochs. Twice: rows
+   of a NumPy array (the leanest loader there is), and a Hugging Face
+   datasets.Dataset in memory in numpy format.
+3. start: the whole-dataset check a training callback runs at its start, on
+   a datasets.Dataset of START_ROWS rows (default 2,000,000) of 64 int32 ids,
+   labels and masks in its cache file: `validator.check_dataset(ds)` against
+   a batched NumPy check over `ds.with_format("numpy").iter(10_000)`; both
+   must count the same violations (planted: 3 ids, 2 labels, 1 mask value).
+   Median of 3 alternated runs.
+
+Prints one Markdown table; exits 1 if a count differs.
+"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import preflight
+
+V, TYPES, CLASSES, MAXLEN = 30522, 2, 30522, 2048
+
+
+def schema(max_length):
+    return {
+        "version": 1,
+        "columns": {
+            "input_ids": {"kind": "index", "size": V, "max_length": max_length},
+            "token_type_ids": {"kind": "index", "size": TYPES, "optional": True},
+            "attention_mask": {"kind": "values", "allowed": [0, 1]},
+            "labels": {"kind": "class", "num_classes": CLASSES, "ignore_index": -100},
+        },
+    }
+
+
+def torch_check(b, max_length):
+    x, t, m, y = b["input_ids"], b["token_type_ids"], b["attention_mask"], b["labels"]
+    bad = bool(((x < 0) | (x >= V)).any())
+    bad |= bool(((t < 0) | (t >= TYPES)).any())
+    bad |= bool(((m != 0) & (m != 1)).any())
+    bad |= bool((((y < 0) & (y != -100)) | (y >= CLASSES)).any())
+    bad |= x.shape[1] > max_length
+    return bad
+
+
+def timed(fn, reps):
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def alternated(a, b, reps):
+    ta, tb = [], []
+    for _ in range(reps):
+        for f, acc in ((a, ta), (b, tb)):
+            t0 = time.perf_counter()
+            f()
+            acc.append(time.perf_counter() - t0)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def bench_batch(reps):
+    g = torch.Generator().manual_seed(0)
+    batch = {
+        "input_ids": torch.randint(0, V, (32, MAXLEN), generator=g),
+        "token_type_ids": torch.randint(0, TYPES, (32, MAXLEN), generator=g),
+        "attention_mask": torch.ones(32, MAXLEN, dtype=torch.int64),
+        "labels": torch.randint(0, CLASSES, (32, MAXLEN), generator=g),
+    }
+    v = preflight.Validator(schema(MAXLEN))
+    assert not torch_check(batch, MAXLEN)
+    v.validate(batch)
+    ours, theirs = alternated(lambda: v.validate(batch), lambda: torch_check(batch, MAXLEN), reps)
+    return ("batch: 32 x 2048, 4 tensors", "torch expressions", theirs, ours)
+
+
+class Tokenized(torch.utils.data.Dataset):
+    def __init__(self, n):
+        rng = np.random.default_rng(0)
+        self.ids = rng.integers(0, V, (n, 512))
+        self.labels = rng.integers(0, 2, n)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "attention_mask": np.ones(512, dtype=np.int64), "labels": self.labels[i]}
+
+
+def bench_epoch(rows, hf=False):
+    import multiprocessing
+
+    data = Tokenized(rows)
+    if hf:
+        import datasets
+
+        data = datasets.Dataset.from_dict(
+            {"input_ids": data.ids, "attention_mask": np.ones_like(data.ids), "labels": data.labels}
+        ).with_format("numpy")
+    v = preflight.Validator(
+        {
+            "version": 1,
+            "columns": {
+                "input_ids": {"kind": "index", "size": V, "max_length": 512},
+                "attention_mask": {"kind": "values", "allowed": [0, 1]},
+                "labels": {"kind": "class", "num_classes": 2},
+            },
+        }
+    )
+    ctx = multiprocessing.get_context("fork")
+
+    def epoch(collate):
+        loader = torch.utils.data.DataLoader(data, batch_size=32, num_workers=2, multiprocessing_context=ctx, collate_fn=collate)
+        return sum(b["input_ids"].shape[0] for b in loader)
+
+    guarded, plain = alternated(lambda: epoch(v.wrap_collate()), lambda: epoch(None), 3)
+    kind = "a datasets.Dataset in memory (numpy format)" if hf else "NumPy rows"
+    return (f"epoch: DataLoader over {kind}, {rows:,} x 512, 2 workers", "no guard", plain, guarded)
+
+
+def bench_start(work, rows):
+    import datasets
+    import pyarrow as pa
+
+    datasets.disable_progress_bars()
+    path = os.path.join(work, f"start-{rows}")
+    if not os.path.exists(path):
+        rng = np.random.default_rng(1)
+        ids = rng.integers(0, V, (rows, 64), dtype=np.int32)
+        labels = rng.integers(0, 2, rows)
+        mask = np.ones((rows, 64), dtype=np.int8)
+        ids[[11, rows // 2, rows - 1], [0, 5, 63]] = [V, -1, V + 7]
+        labels[[123, rows - 2]] = [2, -1]
+        mask[rows // 3, 7] = 2
+        table = pa.table(
+            {
+                "input_ids": pa.ListArray.from_arrays(pa.array(np.arange(0, rows * 64 + 1, 64, dtype=np.int32)), pa.array(ids.reshape(-1))),
+                "attention_mask": pa.ListArray.from_arrays(pa.array(np.arange(0, rows * 64 + 1, 64, dtype=np.int32)), pa.array(mask.reshape(-1))),
+                "labels": labels,
+            }
+        )
+        datasets.Dataset(table).save_to_disk(path)
+    ds = datasets.load_from_disk(path)
+    v = preflight.Validator(
+        {
+            "version": 1,
+            "columns": {
+                "input_ids": {"kind": "index", "size": V, "max_length": 512},
+                "attention_mask": {"kind": "values", "allowed": [0, 1]},
+                "labels": {"kind": "class", "num_classes": 2},
+            },
+        }
+    )
+
+    def ours():
+        return v.check_dataset(ds)["violations"]
+
+    def numpy_check():
+        bad = 0
+        for b in ds.with_format("numpy").iter(batch_size=10_000):
+            x, m, y = b["input_ids"], b["attention_mask"], b["labels"]
+            bad += int(((x < 0) | (x >= V)).sum()) + int(((m != 0) & (m != 1)).sum())
+            bad += int(((y < 0) | (y >= 2)).sum())
+            lengths = np.array([len(r) for r in x]) if x.dtype == object else np.full(len(x), x.shape[1])
+            bad += int((lengths > 512).sum())
+        return bad
+
+    counts = (ours(), numpy_check())
+    if counts[0] != counts[1] or counts[0] != 6:
+        print(f"start: counts differ: preflight {counts[0]}, numpy {counts[1]} (planted 6)", file=sys.stderr)
+        sys.exit(1)
+    t_ours, t_numpy = alternated(ours, numpy_check, 3)
+    return (f"start: datasets.Dataset, {rows:,} rows x 64 ids", "batched NumPy over with_format('numpy')", t_numpy, t_ours)
+
+
+def main():
+    work = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="preflight-training-")
+    os.makedirs(work, exist_ok=True)
+    rows = [
+        bench_batch(int(os.environ.get("REPS", 200))),
+        bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000))),
+        bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), hf=True),
+        bench_start(work, int(os.environ.get("START_ROWS", 2_000_000))),
+    ]
+    print(f"torch {torch.__version__}, preflight {preflight.__version__}, {os.cpu_count()} CPUs")
+    print()
+    print("| case | instead | their s | preflight s | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for case, peer, theirs, ours in rows:
+        print(f"| {case} | {peer} | {theirs:.4f} | {ours:.4f} | {theirs / ours:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
