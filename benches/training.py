@@ -1,6 +1,8 @@
 """preflight in the training loop beside what users write instead, each pair
-in the same process and the same minute (the wheel installed in the test
-venv: python/tests/wheel.sh build, then pip install it).
+in the same process and the same minute. Run it with a release wheel in the
+test venv (`maturin build --release --zig`, then pip install it): the
+tests' wheel (python/tests/wheel.sh) is built at opt-level 1, whose kernels
+are not vectorised.
 
     target/test-venv/bin/python benches/training.py [WORK_DIR]
 
@@ -51,6 +53,17 @@ def schema(max_length):
     }
 
 
+#: The rules of the epoch and start cases: 512-token rows, a binary label.
+ROWS_SCHEMA = {
+    "version": 1,
+    "columns": {
+        "input_ids": {"kind": "index", "size": V, "max_length": 512},
+        "attention_mask": {"kind": "values", "allowed": [0, 1]},
+        "labels": {"kind": "class", "num_classes": 2},
+    },
+}
+
+
 def torch_check(b, max_length):
     x, t, m, y = b["input_ids"], b["token_type_ids"], b["attention_mask"], b["labels"]
     bad = bool(((x < 0) | (x >= V)).any())
@@ -59,15 +72,6 @@ def torch_check(b, max_length):
     bad |= bool((((y < 0) & (y != -100)) | (y >= CLASSES)).any())
     bad |= x.shape[1] > max_length
     return bad
-
-
-def timed(fn, reps):
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
 
 
 def alternated(a, b, reps):
@@ -118,16 +122,7 @@ def bench_epoch(rows, hf=False):
         data = datasets.Dataset.from_dict(
             {"input_ids": data.ids, "attention_mask": np.ones_like(data.ids), "labels": data.labels}
         ).with_format("numpy")
-    v = preflight.Validator(
-        {
-            "version": 1,
-            "columns": {
-                "input_ids": {"kind": "index", "size": V, "max_length": 512},
-                "attention_mask": {"kind": "values", "allowed": [0, 1]},
-                "labels": {"kind": "class", "num_classes": 2},
-            },
-        }
-    )
+    v = preflight.Validator(ROWS_SCHEMA)
     ctx = multiprocessing.get_context("fork")
 
     def epoch(collate):
@@ -162,16 +157,7 @@ def bench_start(work, rows):
         )
         datasets.Dataset(table).save_to_disk(path)
     ds = datasets.load_from_disk(path)
-    v = preflight.Validator(
-        {
-            "version": 1,
-            "columns": {
-                "input_ids": {"kind": "index", "size": V, "max_length": 512},
-                "attention_mask": {"kind": "values", "allowed": [0, 1]},
-                "labels": {"kind": "class", "num_classes": 2},
-            },
-        }
-    )
+    v = preflight.Validator(ROWS_SCHEMA)
 
     def ours():
         return v.check_dataset(ds)["violations"]

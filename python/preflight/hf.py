@@ -21,12 +21,12 @@ from typing import Any, Mapping, Optional
 from transformers import Trainer, TrainerCallback
 
 from . import Validator
-from .torch import check_whole, from_model
+from .torch import _Bounds, check_whole
 
 __all__ = ["PreflightCallback"]
 
 
-class PreflightCallback(TrainerCallback):
+class PreflightCallback(_Bounds, TrainerCallback):
     """Checks the train and eval datasets at ``on_train_begin``.
 
     - ``validator``: the schema to check with; default: the bounds of the
@@ -52,22 +52,13 @@ class PreflightCallback(TrainerCallback):
     ):
         if check not in ("start", "every_batch", "both"):
             raise ValueError(f"check={check!r}: expected 'start', 'every_batch' or 'both'")
-        self.validator = validator
+        super().__init__(validator, columns, loss, None, jobs, max_examples)
         self.check = check
-        self.columns = columns
-        self.loss = loss
         self.eval_dataset = eval_dataset
-        self.jobs = jobs
-        self.max_examples = max_examples
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, train_dataloader=None, **kwargs):
-        validator = self.validator or from_model(
-            model,
-            loss=self.loss,
-            tokenizer=processing_class if hasattr(processing_class, "__len__") else None,
-            columns=self.columns,
-            max_examples=self.max_examples,
-        )
+        # An image processor has no length: only a tokenizer bounds ids.
+        validator = self._validator_for(model, processing_class if hasattr(processing_class, "__len__") else None)
         if self.check in ("start", "both"):
             if train_dataloader is not None:
                 check_whole(validator, train_dataloader.dataset, "train", self.jobs)

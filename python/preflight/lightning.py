@@ -19,12 +19,12 @@ from typing import Any, Mapping, Optional
 from lightning.pytorch import Callback
 
 from . import Validator
-from .torch import check_whole, from_model
+from .torch import _Bounds, check_whole
 
 __all__ = ["PreflightCallback"]
 
 
-class PreflightCallback(Callback):
+class PreflightCallback(_Bounds, Callback):
     """Checks the train and val dataloaders' datasets at ``on_fit_start``.
 
     ``validator``, ``columns``, ``loss``, ``jobs`` and ``max_examples`` are
@@ -41,21 +41,10 @@ class PreflightCallback(Callback):
         jobs: int = 0,
         max_examples: int = 5,
     ):
-        self.validator = validator
-        self.columns = columns
-        self.loss = loss
-        self.tokenizer = tokenizer
-        self.jobs = jobs
-        self.max_examples = max_examples
+        super().__init__(validator, columns, loss, tokenizer, jobs, max_examples)
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
-        validator = self.validator or from_model(
-            getattr(pl_module, "model", pl_module),
-            loss=self.loss,
-            tokenizer=self.tokenizer,
-            columns=self.columns,
-            max_examples=self.max_examples,
-        )
+        validator = self._validator_for(getattr(pl_module, "model", pl_module))
         sources = [
             ("train", trainer.fit_loop._data_source),
             ("val", trainer.fit_loop.epoch_loop.val_loop._data_source),

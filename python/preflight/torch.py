@@ -23,6 +23,30 @@ from . import DataError, SchemaError, Validator, merge
 
 __all__ = ["from_model", "check_whole"]
 
+
+class _Bounds:
+    """What the training callbacks share: the validator they were given, or
+    one made from the model they are handed, and the scanner's threads."""
+
+    def __init__(self, validator, columns, loss, tokenizer, jobs, max_examples):
+        self.validator = validator
+        self.columns = columns
+        self.loss = loss
+        self.tokenizer = tokenizer
+        self.jobs = jobs
+        self.max_examples = max_examples
+
+    def _validator_for(self, model: Any, tokenizer: Any = None) -> Validator:
+        if self.validator is not None:
+            return self.validator
+        return from_model(
+            model,
+            loss=self.loss,
+            tokenizer=self.tokenizer if tokenizer is None else tokenizer,
+            columns=self.columns,
+            max_examples=self.max_examples,
+        )
+
 #: The token-type table of Hugging Face models.
 _TOKEN_TYPE_NAMES = ("token_type_embeddings",)
 #: Learned absolute position tables: BERT-likes, GPT-2, OPT/BART.

@@ -21,7 +21,7 @@ use memmap2::Mmap;
 
 use super::PosReader;
 use super::remote::{self, Object};
-use super::window::{Forward, Hops, Window};
+use super::window::{Either, Forward, Hops, Window};
 use crate::error::ReadError;
 
 /// A data file: local (memory-mapped) or an object in storage.
@@ -151,11 +151,11 @@ impl Input {
     /// in one request.
     pub(crate) fn window(&self, range: Range<u64>) -> Result<Window, ReadError> {
         match self {
-            Input::Local { file, .. } => Ok(Window::Local(PosReader::new(
+            Input::Local { file, .. } => Ok(Either::Local(PosReader::new(
                 Arc::clone(file),
                 range.start..range.end.min(self.size()),
             ))),
-            Input::Remote { .. } => Ok(Window::Remote(std::io::Cursor::new(self.bytes(range)?))),
+            Input::Remote { .. } => Ok(Either::Remote(std::io::Cursor::new(self.bytes(range)?))),
         }
     }
 
@@ -164,8 +164,8 @@ impl Input {
     /// [`Input::reader`]), skipped bytes read and dropped.
     pub(crate) fn hops(&self) -> Result<Hops, ReadError> {
         match self {
-            Input::Local { file, .. } => Ok(Hops::Local(PosReader::new(Arc::clone(file), 0..self.size()))),
-            Input::Remote { object, .. } => Ok(Hops::Remote(Forward::new(std::io::BufReader::with_capacity(
+            Input::Local { file, .. } => Ok(Either::Local(PosReader::new(Arc::clone(file), 0..self.size()))),
+            Input::Remote { object, .. } => Ok(Either::Remote(Forward::new(std::io::BufReader::with_capacity(
                 256 << 10,
                 object.clone().stream()?,
             )))),

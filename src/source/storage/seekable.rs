@@ -7,16 +7,14 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::window::Either;
 use super::{Input, remote};
 use crate::error::ReadError;
 
 /// A file or object read by position through a buffer: a local file
 /// through a small one, an object in ranged requests of the block size
 /// [`seekable`] was given, never staged to disk.
-pub(crate) enum Seekable {
-    Local(BufReader<File>),
-    Remote(BufReader<Ranged>),
-}
+pub(crate) type Seekable = Either<BufReader<File>, BufReader<Ranged>>;
 
 /// An object read by position, one ranged request per read.
 pub(crate) struct Ranged {
@@ -52,33 +50,15 @@ impl io::Seek for Ranged {
     }
 }
 
-impl Read for Seekable {
-    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Seekable::Local(r) => r.read(dst),
-            Seekable::Remote(r) => r.read(dst),
-        }
-    }
-}
-
-impl io::Seek for Seekable {
-    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
-        match self {
-            Seekable::Local(r) => r.seek(to),
-            Seekable::Remote(r) => r.seek(to),
-        }
-    }
-}
-
 /// Opens `path` for reading by position; an object is read in requests of
 /// `block` bytes (small to read headers, large to stream).
 pub(crate) fn seekable(path: &Path, block: usize) -> Result<Seekable, ReadError> {
     if remote::is_url(path) {
         let input = Arc::new(Input::open(path)?);
-        return Ok(Seekable::Remote(BufReader::with_capacity(
+        return Ok(Either::Remote(BufReader::with_capacity(
             block,
             Ranged { input, pos: 0 },
         )));
     }
-    Ok(Seekable::Local(BufReader::new(File::open(path)?)))
+    Ok(Either::Local(BufReader::new(File::open(path)?)))
 }

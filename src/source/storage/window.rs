@@ -14,52 +14,35 @@ use bytes::Bytes;
 use super::PosReader;
 use super::remote::Stream;
 
+/// A reader of a local file or of an object, read and sought alike: the
+/// one shape of [`Window`], [`Hops`] and [`super::Seekable`].
+pub(crate) enum Either<L, R> {
+    Local(L),
+    Remote(R),
+}
+
 /// A part of a file, its positions counted from the part's start: a local
 /// file read by position, or an object's part fetched whole.
-pub(crate) enum Window {
-    Local(PosReader),
-    Remote(Cursor<Bytes>),
-}
+pub(crate) type Window = Either<PosReader, Cursor<Bytes>>;
 
 /// A whole file read from its start by a reader that seeks forward only:
 /// a local file read by position, or an object streamed in order.
-pub(crate) enum Hops {
-    Local(PosReader),
-    Remote(Forward<BufReader<Stream>>),
-}
+pub(crate) type Hops = Either<PosReader, Forward<BufReader<Stream>>>;
 
-impl Read for Window {
+impl<L: Read, R: Read> Read for Either<L, R> {
     fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
         match self {
-            Window::Local(r) => r.read(dst),
-            Window::Remote(r) => r.read(dst),
+            Either::Local(r) => r.read(dst),
+            Either::Remote(r) => r.read(dst),
         }
     }
 }
 
-impl Seek for Window {
+impl<L: Seek, R: Seek> Seek for Either<L, R> {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         match self {
-            Window::Local(r) => r.seek(to),
-            Window::Remote(r) => r.seek(to),
-        }
-    }
-}
-
-impl Read for Hops {
-    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Hops::Local(r) => r.read(dst),
-            Hops::Remote(r) => r.read(dst),
-        }
-    }
-}
-
-impl Seek for Hops {
-    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        match self {
-            Hops::Local(r) => r.seek(to),
-            Hops::Remote(r) => r.seek(to),
+            Either::Local(r) => r.seek(to),
+            Either::Remote(r) => r.seek(to),
         }
     }
 }
