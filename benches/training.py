@@ -14,9 +14,9 @@ are not vectorised.
    warm-up, the two alternated.
 2. epoch: a DataLoader over an in-memory tokenized dataset (EPOCH_ROWS
    samples of 512 ids, default 20,000; batch 32; 2 workers, fork), with
-   `wrap_collate()` and without; median of 3 alternated epochs. Twice: rows
-   of a NumPy array (the leanest loader there is), and a Hugging Face
-   datasets.Dataset in memory in numpy format.
+   `wrap_collate()` and without; median of EPOCHS (default 5) alternated
+   epochs. Twice: rows of a NumPy array (the leanest loader there is), and
+   a Hugging Face datasets.Dataset in memory in numpy format.
 3. start: the whole-dataset check a training callback runs at its start, on
    a datasets.Dataset of START_ROWS rows (default 2,000,000) of 64 int32 ids,
    labels and masks in its cache file: `validator.check_dataset(ds)` against
@@ -28,6 +28,7 @@ Prints one Markdown table; exits 1 if a count differs.
 """
 
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -125,13 +126,31 @@ def bench_epoch(rows, hf=False):
     v = preflight.Validator(ROWS_SCHEMA)
     ctx = multiprocessing.get_context("fork")
 
-    def epoch(collate):
-        loader = torch.utils.data.DataLoader(data, batch_size=32, num_workers=2, multiprocessing_context=ctx, collate_fn=collate)
-        return sum(b["input_ids"].shape[0] for b in loader)
+    cpu = {}
 
-    guarded, plain = alternated(lambda: epoch(v.wrap_collate()), lambda: epoch(None), 3)
+    def epoch(collate):
+        # CPU time of the main process and of the workers (reaped when the
+        # loader shuts them down at the epoch's end), beside the wall time.
+        before = cpu_seconds()
+        loader = torch.utils.data.DataLoader(data, batch_size=32, num_workers=2, multiprocessing_context=ctx, collate_fn=collate)
+        n = sum(b["input_ids"].shape[0] for b in loader)
+        del loader
+        cpu.setdefault(collate is None, []).append(cpu_seconds() - before)
+        return n
+
+    epochs = int(os.environ.get("EPOCHS", 5))
+    guarded, plain = alternated(lambda: epoch(v.wrap_collate()), lambda: epoch(None), epochs)
     kind = "a datasets.Dataset in memory (numpy format)" if hf else "NumPy rows"
-    return (f"epoch: DataLoader over {kind}, {rows:,} x 512, 2 workers", "no guard", plain, guarded)
+    case = f"epoch: DataLoader over {kind}, {rows:,} x 512, 2 workers"
+    return [
+        (case + ", wall", "no guard", plain, guarded),
+        (case + ", CPU (main and workers)", "no guard", statistics.median(cpu[True]), statistics.median(cpu[False])),
+    ]
+
+
+def cpu_seconds():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def bench_start(work, rows):
@@ -185,8 +204,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     rows = [
         bench_batch(int(os.environ.get("REPS", 200))),
-        bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000))),
-        bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), hf=True),
+        *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000))),
+        *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), hf=True),
         bench_start(work, int(os.environ.get("START_ROWS", 2_000_000))),
     ]
     print(f"torch {torch.__version__}, preflight {preflight.__version__}, {os.cpu_count()} CPUs")

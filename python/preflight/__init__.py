@@ -121,10 +121,9 @@ class Validator:
     def validate(self, data: Any, source: str = "<batch>", first_row: int = 0) -> Any:
         """Returns ``data`` unchanged when every rule holds; raises
         :class:`DataError` (with the human report as its message) otherwise."""
-        arrow = to_arrow(data)
-        if self._inner.passes(arrow):
+        if _passes(self._inner, data):
             return data
-        out = self._inner.check(arrow, source, first_row)
+        out = self._inner.check(to_arrow(data), source, first_row)
         raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
 
     def mask(self, data: Any) -> Any:
@@ -283,9 +282,8 @@ class _Collate:
             checked = batch if stacked else samples
         else:
             batch, checked = None, samples
-        arrow = to_arrow(checked)
-        if not self.validator._inner.passes(arrow):
-            out = self.validator._inner.check(arrow, "<collate>", 0)
+        if not _passes(self.validator._inner, checked):
+            out = self.validator._inner.check(to_arrow(checked), "<collate>", 0)
             if indices is not None:
                 # Rare, so paid only here: each sample again, numbered by
                 # its dataset index.
@@ -348,6 +346,28 @@ def to_arrow(data: Any) -> Any:
     )
 
 
+def _passes(inner: Any, data: Any) -> bool:
+    """Whether every rule holds on ``data``. A dict of plain NumPy arrays and
+    CPU tensors (a collated batch) is read in place by the Rust half, with
+    no pyarrow call; everything else, and arrays it does not take as they
+    are (booleans, strided views), goes through :func:`to_arrow`."""
+    if isinstance(data, Mapping):
+        arrays = []
+        for v in data.values():
+            kind = type(v)
+            if kind.__name__ == "Tensor" and kind.__module__ == "torch":
+                arrays.append(_column_np(v))
+            elif kind.__name__ == "ndarray" and kind.__module__ == "numpy":
+                arrays.append(v)
+            else:
+                break
+        else:
+            verdict = inner.passes_numpy(list(map(str, data)), arrays)
+            if verdict is not None:
+                return verdict
+    return inner.passes(to_arrow(data))
+
+
 def _column(values: Any) -> Any:
     """One Arrow array for a column: NumPy arrays of any rank (rank >= 2 as
     fixed-size lists of each row's elements, as the CLI reads .npy files),
@@ -373,6 +393,9 @@ def _column(values: Any) -> Any:
         if data.ndim == 1:
             return pa.array(data, mask=mask)
         width = math.prod(data.shape[1:])
+        if width == 0:
+            # Rows of no elements (Arrow has no fixed-size list of size 0).
+            return pa.ListArray.from_arrays(np.zeros(len(data) + 1, np.int32), pa.array(data.reshape(-1)))
         flat = np.ascontiguousarray(data).reshape(-1)
         flat_mask = None if mask is None else np.ascontiguousarray(mask).reshape(-1)
         return pa.FixedSizeListArray.from_arrays(pa.array(flat, mask=flat_mask), width)
@@ -396,16 +419,25 @@ def _column_np(v: Any) -> Any:
     """A NumPy array for an array-like: a CPU tensor is read in place (no
     copy, autograd left); a tensor on another device is refused rather than
     copied back, which would synchronise the device every batch."""
+    kind = type(v)
+    if kind.__name__ == "Tensor" and kind.__module__ == "torch":
+        _on_cpu(v.device)
+        return v.detach().numpy() if v.requires_grad else v.numpy()
     import numpy as np
 
     device = getattr(v, "device", None)
-    if device is not None and getattr(device, "type", "cpu") != "cpu":
-        raise ValueError(
-            f"a tensor on {device}: preflight reads CPU tensors only, without a copy; "
-            "check the batch before it is moved to the device (in the DataLoader's collate_fn)"
-        )
+    if device is not None:
+        _on_cpu(device)
     if getattr(v, "requires_grad", False):
         v = v.detach()
     if type(v).__module__ == "torch":
         return v.numpy()
     return np.asarray(v)
+
+
+def _on_cpu(device: Any) -> None:
+    if getattr(device, "type", "cpu") != "cpu":
+        raise ValueError(
+            f"a tensor on {device}: preflight reads CPU tensors only, without a copy; "
+            "check the batch before it is moved to the device (in the DataLoader's collate_fn)"
+        )

@@ -6,7 +6,10 @@
 //! run with the GIL released. Reports come back as the JSON document of the
 //! CLI and as its human text, so Python sees exactly what `preflight check`
 //! prints. Converting dicts of NumPy arrays and lists is the Python half's
-//! job (`preflight/__init__.py`).
+//! job (`preflight/__init__.py`), but for a batch's plain NumPy arrays,
+//! which `passes_numpy` reads in place (`numpy.rs`).
+
+mod numpy;
 
 use std::path::Path;
 
@@ -94,14 +97,23 @@ impl Validator {
     fn passes(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<bool> {
         let batches = batches(data)?;
         let validator = &self.inner;
-        Ok(py.detach(|| {
-            validator
-                .check_batches("<batch>", 0, &batches)
-                .report(validator)
-                .outcome()
-                .exit_code()
-                == 0
-        }))
+        Ok(py.detach(|| passes(validator, &batches)))
+    }
+
+    /// [`Validator::passes`] on columns given as NumPy arrays (`names`, in
+    /// order), read in place; `None` when some array is not one that maps
+    /// onto Arrow without a copy (see `numpy.rs`), for the caller to convert.
+    fn passes_numpy(
+        &self,
+        py: Python<'_>,
+        names: Vec<String>,
+        arrays: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<Option<bool>> {
+        let Some(batch) = numpy::batch(&names, &arrays)? else {
+            return Ok(None);
+        };
+        let validator = &self.inner;
+        Ok(Some(py.detach(|| passes(validator, std::slice::from_ref(&batch)))))
     }
 
     /// Which rows pass every rule: a pyarrow BooleanArray over the rows of
@@ -221,6 +233,14 @@ impl Validator {
     /// The schema fully resolved, as YAML.
     fn resolved_schema(&self) -> String {
         self.inner.schema().to_resolved_yaml()
+    }
+}
+
+/// Whether every rule holds on `batches`.
+fn passes(validator: &preflight::Validator, batches: &[RecordBatch]) -> bool {
+    match batches {
+        [one] => validator.check("<batch>", 0, one).is_clean(validator),
+        _ => validator.check_batches("<batch>", 0, batches).is_clean(validator),
     }
 }
 

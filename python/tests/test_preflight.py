@@ -106,6 +106,86 @@ def test_numpy_is_read_in_place_not_copied():
     assert grown_kb < 16_000, f"peak memory grew by {grown_kb} KB for a 64 MB array"
 
 
+def test_numpy_batches_read_in_place_give_the_arrow_verdict():
+    """``validate`` hands a dict of plain arrays to Rust without pyarrow
+    (``passes_numpy``); what it cannot take as it is (booleans, strided
+    views, masked arrays, an empty row width) it declines, and the verdict
+    is then pyarrow's. Either way it is the verdict of the full check."""
+    from preflight import to_arrow
+
+    v = preflight.Validator(
+        {
+            "columns": {
+                "y": {"kind": "class", "num_classes": 10, "ignore_index": -100},
+                "ids": {"kind": "index", "size": 1000, "max_length": 16},
+            }
+        }
+    )
+    inner = v._inner
+    rng = np.random.default_rng(0)
+
+    def verdicts(batch):
+        fast = inner.passes_numpy(list(batch), list(batch.values()))
+        return fast, inner.passes(to_arrow(batch)), v.check(batch)["ok"]
+
+    base = rng.integers(0, 1000, (64, 16))
+    for dtype in ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]:
+        # A byte cannot hold the vocabulary's ids (a schema error of its
+        # own): ids are then int16.
+        ids = base.astype(dtype if dtype not in ("int8", "uint8") else "int16")
+        y = (np.arange(64) % 10).astype(dtype)
+        assert verdicts({"y": y, "ids": ids}) == (True, True, True), dtype
+        for column, row, value in [("y", 5, 10), ("ids", 63, 1000), ("ids", 0, 999.5), ("y", 0, -1)]:
+            bad = {"y": y.copy(), "ids": ids.copy()}
+            if (bad[column].dtype.kind in "iu" and value != int(value)) or (bad[column].dtype.kind == "u" and value < 0):
+                continue
+            flat = bad[column].reshape(-1)
+            flat[row] = value
+            expected = value >= (10 if column == "y" else 1000) or value != int(value) or value == -1
+            assert verdicts(bad) == (not expected,) * 3, (dtype, column, value)
+    y = np.full(64, -100, dtype=np.int64)
+    assert verdicts({"y": y, "ids": base}) == (True, True, True)
+    y[3] = -1
+    assert verdicts({"y": y, "ids": base}) == (False, False, False)
+    big = np.full(64, 2**63 + 5, dtype=np.uint64)
+    assert verdicts({"y": big, "ids": base}) == (False, False, False)
+    # Rank 3 is a row of 16 elements; a 17-wide row breaks max_length.
+    assert verdicts({"y": np.zeros(64, np.int64), "ids": base.reshape(64, 4, 4)}) == (True, True, True)
+    assert verdicts({"y": np.zeros(64, np.int64), "ids": rng.integers(0, 1000, (64, 17))}) == (False, False, False)
+    # A 0-d array is one row; an offset view is taken in place.
+    labels = preflight.Validator({"columns": {"y": {"kind": "class", "num_classes": 10}}})._inner
+    assert labels.passes_numpy(["y"], [np.array(3)]) is True
+    assert labels.passes_numpy(["y"], [np.array(10)]) is False
+    assert labels.passes_numpy(["y"], [np.arange(20)[10:]]) is False
+    assert labels.passes_numpy(["y"], [np.arange(20)[:10]]) is True
+    # Declined, and judged through pyarrow instead.
+    declined = [
+        {"y": np.ones(64, dtype=bool), "ids": base},
+        {"y": (np.arange(128) % 10)[::2], "ids": base},
+        {"y": np.zeros(64, np.int64), "ids": base[:, ::2]},
+        {"y": np.zeros(64, np.int64), "ids": np.asfortranarray(base)},
+        {"y": np.ma.masked_array(np.zeros(64, np.int64), mask=np.arange(64) == 3), "ids": base},
+        {"y": np.zeros(64, np.int64), "ids": np.zeros((64, 0), np.int64)},
+        {"y": np.zeros(64, np.float16), "ids": base},
+    ]
+    for batch in declined:
+        fast, arrow, ok = verdicts(batch)
+        assert fast is None and arrow == ok, batch
+    assert labels.passes_numpy(["y"], [np.zeros(64, np.int64).astype(">i8")]) is None
+    # Columns of different lengths are declined too (the check reports them).
+    assert inner.passes_numpy(["y", "ids"], [np.zeros(3, np.int64), base]) is None
+    # The array may be a temporary: the batch keeps it alive while it is read.
+    assert labels.passes_numpy(["y"], [np.arange(1_000_000) % 10]) is True
+    assert labels.passes_numpy(["y"], [np.arange(1_000_000) % 11]) is False
+    assert v.validate({"y": np.arange(64) % 10, "ids": base})["y"][3] == 3
+    torch = pytest.importorskip("torch")
+    tensors = {"y": torch.arange(64) % 10, "ids": torch.from_numpy(base)}
+    assert v.validate(tensors) is tensors
+    tensors["ids"][7, 7] = 1000
+    with pytest.raises(preflight.DataError, match="1000"):
+        v.validate(tensors)
+
+
 def test_validate_raises_data_error_with_the_human_report():
     label, ids = planted()
     v = preflight.Validator(SCHEMA, max_examples=2)

@@ -214,6 +214,16 @@ impl Partial {
             .ok_or_else(|| "no reports to merge".to_string())
     }
 
+    /// Whether [`Partial::report`] would be clean (exit status 0), without
+    /// building it: no error and no violation. A run with splits is judged
+    /// by its report, whose comparisons of the splits can add errors.
+    pub fn is_clean(self, validator: &Validator) -> bool {
+        if !self.splits.is_empty() {
+            return self.report(validator).ok();
+        }
+        self.errors.is_empty() && self.tally.checks.iter().all(|c| c.violations == 0)
+    }
+
     /// The report of the data this partial covers.
     pub fn report(self, validator: &Validator) -> Report {
         let mut warnings = validator.schema().warnings.clone();
@@ -700,6 +710,31 @@ mod note_tests {
         let mut old = a.to_json(&validator);
         old.as_object_mut().unwrap().remove("notes");
         assert!(Partial::from_json_for(&old, &validator).unwrap().notes.is_empty());
+    }
+
+    #[test]
+    fn is_clean_is_the_reports_verdict() {
+        use arrow::array::{Int64Array, RecordBatch};
+        let schema = Schema::from_yaml(
+            "version: 1\ncolumns:\n  label: {kind: class, num_classes: 3}\n  ids: {kind: index, size: 9, optional: true}\n",
+            "s.yaml".as_ref(),
+        )
+        .unwrap();
+        let validator = Validator::new(schema, 5);
+        let batch = |name: &str, values: Vec<i64>| {
+            RecordBatch::try_from_iter([(name, std::sync::Arc::new(Int64Array::from(values)) as _)]).unwrap()
+        };
+        for (batch, clean) in [
+            (batch("label", vec![0, 1, 2]), true),
+            (batch("label", vec![]), true),
+            (batch("label", vec![0, 3, 2]), false),
+            (batch("label", vec![-1]), false),
+            (batch("ids", vec![0]), false), // the required label is missing: an error
+        ] {
+            let partial = validator.check("b", 0, &batch);
+            assert_eq!(partial.clone().report(&validator).ok(), clean, "{batch:?}");
+            assert_eq!(partial.is_clean(&validator), clean, "{batch:?}");
+        }
     }
 
     #[test]
