@@ -92,7 +92,9 @@ fn column(array: &Bound<'_, PyAny>) -> PyResult<Option<ArrayRef>> {
     if shape.contains(&0) && shape.len() > 1 {
         return Ok(None);
     }
-    let count: usize = shape.iter().product();
+    let Some(count) = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) else {
+        return Ok(None);
+    };
     let held: Arc<Held> = Arc::new(Held(AssertUnwindSafe(array.clone().unbind())));
     let values = match typestr.as_ref() {
         "|i1" => values::<Int8Type>(address, count, held),
