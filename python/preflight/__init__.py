@@ -123,7 +123,7 @@ class Validator:
         :class:`DataError` (with the human report as its message) otherwise."""
         if _passes(self._inner, data):
             return data
-        out = self._inner.check(to_arrow(data), source, first_row)
+        out = self.outcome(data, source, first_row)
         raise DataError(out.human.rstrip("\n"), json.loads(out.json), out.exit_code)
 
     def mask(self, data: Any) -> Any:
@@ -283,7 +283,7 @@ class _Collate:
         else:
             batch, checked = None, samples
         if not _passes(self.validator._inner, checked):
-            out = self.validator._inner.check(to_arrow(checked), "<collate>", 0)
+            out = self.validator.outcome(checked, "<collate>")
             if indices is not None:
                 # Rare, so paid only here: each sample again, numbered by
                 # its dataset index.
@@ -347,24 +347,15 @@ def to_arrow(data: Any) -> Any:
 
 
 def _passes(inner: Any, data: Any) -> bool:
-    """Whether every rule holds on ``data``. A dict of plain NumPy arrays and
-    CPU tensors (a collated batch) is read in place by the Rust half, with
-    no pyarrow call; everything else, and arrays it does not take as they
-    are (booleans, strided views), goes through :func:`to_arrow`."""
+    """Whether every rule holds on ``data``. A dict of NumPy arrays and CPU
+    tensors (a collated batch) is offered to the Rust half to read in place,
+    with no pyarrow call; what it declines (see ``python/src/numpy.rs``),
+    and everything else, goes through :func:`to_arrow`."""
     if isinstance(data, Mapping):
-        arrays = []
-        for v in data.values():
-            kind = type(v)
-            if kind.__name__ == "Tensor" and kind.__module__ == "torch":
-                arrays.append(_column_np(v))
-            elif kind.__name__ == "ndarray" and kind.__module__ == "numpy":
-                arrays.append(v)
-            else:
-                break
-        else:
-            verdict = inner.passes_numpy(list(map(str, data)), arrays)
-            if verdict is not None:
-                return verdict
+        arrays = [_column_np(v) if type(v).__module__ == "torch" else v for v in data.values()]
+        verdict = inner.passes_numpy(list(map(str, data)), arrays)
+        if verdict is not None:
+            return verdict
     return inner.passes(to_arrow(data))
 
 
@@ -419,25 +410,16 @@ def _column_np(v: Any) -> Any:
     """A NumPy array for an array-like: a CPU tensor is read in place (no
     copy, autograd left); a tensor on another device is refused rather than
     copied back, which would synchronise the device every batch."""
-    kind = type(v)
-    if kind.__name__ == "Tensor" and kind.__module__ == "torch":
-        _on_cpu(v.device)
-        return v.detach().numpy() if v.requires_grad else v.numpy()
-    import numpy as np
-
     device = getattr(v, "device", None)
-    if device is not None:
-        _on_cpu(device)
-    if getattr(v, "requires_grad", False):
-        v = v.detach()
-    if type(v).__module__ == "torch":
-        return v.numpy()
-    return np.asarray(v)
-
-
-def _on_cpu(device: Any) -> None:
-    if getattr(device, "type", "cpu") != "cpu":
+    if device is not None and getattr(device, "type", "cpu") != "cpu":
         raise ValueError(
             f"a tensor on {device}: preflight reads CPU tensors only, without a copy; "
             "check the batch before it is moved to the device (in the DataLoader's collate_fn)"
         )
+    if getattr(v, "requires_grad", False):
+        v = v.detach()
+    if type(v).__module__ == "torch":
+        return v.numpy()
+    import numpy as np
+
+    return np.asarray(v)

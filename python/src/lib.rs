@@ -97,7 +97,7 @@ impl Validator {
     fn passes(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<bool> {
         let batches = batches(data)?;
         let validator = &self.inner;
-        Ok(py.detach(|| passes(validator, &batches)))
+        Ok(py.detach(|| validator.check_batches("<batch>", 0, &batches).is_clean(validator)))
     }
 
     /// [`Validator::passes`] on columns given as NumPy arrays (`names`, in
@@ -113,7 +113,9 @@ impl Validator {
             return Ok(None);
         };
         let validator = &self.inner;
-        Ok(Some(py.detach(|| passes(validator, std::slice::from_ref(&batch)))))
+        Ok(Some(
+            py.detach(|| validator.check("<batch>", 0, &batch).is_clean(validator)),
+        ))
     }
 
     /// Which rows pass every rule: a pyarrow BooleanArray over the rows of
@@ -233,14 +235,6 @@ impl Validator {
     /// The schema fully resolved, as YAML.
     fn resolved_schema(&self) -> String {
         self.inner.schema().to_resolved_yaml()
-    }
-}
-
-/// Whether every rule holds on `batches`.
-fn passes(validator: &preflight::Validator, batches: &[RecordBatch]) -> bool {
-    match batches {
-        [one] => validator.check("<batch>", 0, one).is_clean(validator),
-        _ => validator.check_batches("<batch>", 0, batches).is_clean(validator),
     }
 }
 

@@ -46,10 +46,8 @@ pub(crate) fn batch(names: &[String], arrays: &[Bound<'_, PyAny>]) -> PyResult<O
         fields.push(Field::new(name, column.data_type().clone(), true));
         columns.push(column);
     }
+    // Columns of different lengths are no batch: declined.
     let rows = columns.first().map_or(0, |c| c.len());
-    if columns.iter().any(|c| c.len() != rows) {
-        return Ok(None);
-    }
     let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options).ok())
 }
