@@ -65,12 +65,9 @@ pub(super) enum Command {
         /// Files at least this large are split into their units
         #[arg(long, value_name = "BYTES", default_value_t = 128 << 20)]
         split_bytes: u64,
-        /// Plan that version of each Delta Lake table (TABLE@vN for one PATH)
-        #[arg(long, value_name = "N")]
-        table_version: Option<u64>,
-        /// Plan each Delta Lake table as of TIME (as `check --as-of`)
-        #[arg(long, value_name = "TIME", conflicts_with = "table_version")]
-        as_of: Option<String>,
+        /// Which snapshot of each table to plan (as for `check`)
+        #[command(flatten)]
+        snapshot: SnapshotArgs,
     },
     /// Write a copy of Parquet data without the rows that break any rule,
     /// with a manifest of the rows dropped (preflight-filter.json). The
@@ -178,14 +175,9 @@ pub(super) struct CheckArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// Read that version of each Delta Lake table (TABLE@vN for one PATH)
-    #[arg(long, value_name = "N")]
-    pub table_version: Option<u64>,
-
-    /// Read each Delta Lake table as of TIME: its latest version committed
-    /// then or before (RFC 3339, e.g. 2026-12-06T07:00:00Z, or a date)
-    #[arg(long, value_name = "TIME", conflicts_with = "table_version")]
-    pub as_of: Option<String>,
+    /// Which snapshot of each lakehouse table to read
+    #[command(flatten)]
+    pub snapshot: SnapshotArgs,
 
     /// No schema: check the conventional columns (input_ids,
     /// token_type_ids, position_ids, attention_mask, labels) against the
@@ -208,4 +200,36 @@ pub(super) enum Format {
     Github,
     /// JUnit XML, one test case per check
     Junit,
+}
+
+/// Which snapshot of each lakehouse table a run reads: the latest unless
+/// one of these picks another.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(super) struct SnapshotArgs {
+    /// Read that version of each table: Delta's table version, or the
+    /// version of an Iceberg table's metadata file (TABLE@vN for one PATH)
+    #[arg(long, value_name = "N")]
+    pub table_version: Option<u64>,
+
+    /// Read each table as of TIME: the latest Delta version committed then
+    /// or before, the Iceberg snapshot current then (RFC 3339, e.g.
+    /// 2026-12-06T07:00:00Z, or a date)
+    #[arg(long, value_name = "TIME", conflicts_with = "table_version")]
+    pub as_of: Option<String>,
+
+    /// Read this snapshot of each Iceberg table
+    #[arg(long, value_name = "ID", conflicts_with_all = ["table_version", "as_of"])]
+    pub snapshot_id: Option<u64>,
+}
+
+impl SnapshotArgs {
+    /// The snapshot picked, if any; an error for a TIME that is none.
+    pub(super) fn table_at(&self) -> Result<Option<crate::TableAt>, String> {
+        Ok(match (&self.as_of, self.table_version, self.snapshot_id) {
+            (Some(t), _, _) => Some(crate::TableAt::AsOf(super::check::as_of(t)?)),
+            (None, Some(v), _) => Some(crate::TableAt::Version(v)),
+            (None, None, Some(id)) => Some(crate::TableAt::Snapshot(id)),
+            (None, None, None) => None,
+        })
+    }
 }

@@ -116,13 +116,9 @@ fn check_files(a: &CheckArgs, schema: std::path::PathBuf) -> (Report, Option<ser
             );
         }
     };
-    let table_at = match (&a.as_of, a.table_version) {
-        (Some(t), _) => match as_of(t) {
-            Ok(ms) => Some(crate::TableAt::AsOf(ms)),
-            Err(e) => return (failed(e), None),
-        },
-        (None, Some(v)) => Some(crate::TableAt::Version(v)),
-        (None, None) => None,
+    let table_at = match a.snapshot.table_at() {
+        Ok(at) => at,
+        Err(e) => return (failed(e), None),
     };
     let plan = Plan {
         schema,

@@ -73,9 +73,8 @@ fn run(command: Command) -> u8 {
             schema,
             paths,
             split_bytes,
-            table_version,
-            as_of,
-        } => plan::run(schema, paths, split_bytes, table_version, as_of.as_deref()),
+            snapshot,
+        } => plan::run(schema, paths, split_bytes, &snapshot),
         Command::Schema { schema, json_schema } => schema::run(schema, json_schema),
         Command::Filter {
             schema,

@@ -6,25 +6,20 @@ use std::path::PathBuf;
 
 use crate::{Plan, ScanOptions};
 
-/// Prints the units of the check `schema` and `paths` describe; a Delta
-/// table's units are pinned at the version read (`table_version` or
-/// `as_of` pick one).
+/// Prints the units of the check `schema` and `paths` describe; a
+/// table's units are pinned at the snapshot read (`snapshot` picks one).
 pub(super) fn run(
     schema: Option<PathBuf>,
     paths: Vec<PathBuf>,
     split_bytes: u64,
-    table_version: Option<u64>,
-    as_of: Option<&str>,
+    snapshot: &super::args::SnapshotArgs,
 ) -> u8 {
-    let table_at = match (as_of, table_version) {
-        (Some(t), _) => match super::check::as_of(t) {
-            Ok(ms) => Some(crate::TableAt::AsOf(ms)),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 2;
-            }
-        },
-        (None, v) => v.map(crate::TableAt::Version),
+    let table_at = match snapshot.table_at() {
+        Ok(at) => at,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
     };
     let plan = Plan {
         schema: schema.unwrap_or_else(|| "preflight.yaml".into()),

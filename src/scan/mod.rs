@@ -19,7 +19,7 @@ use crate::report::{ErrorEntry, Partial};
 use crate::schema::labels::{Clash, LabelNames, compare};
 use crate::source;
 use crate::source::layouts::discover::{DataFile, FolderLabel};
-use crate::source::layouts::tables::{Reopened, TableRef};
+use crate::source::layouts::tables::{Snapshot, TableRef};
 use crate::source::read::Source;
 
 /// How a scan runs.
@@ -365,7 +365,7 @@ fn check_unsplit(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) 
     let mut unmatched = Vec::new();
     // The tables the units' files belong to, each read once at the version
     // the plan pinned: its snapshot, or why it cannot be read.
-    let mut tables: Vec<(TableRef, Reopened)> = Vec::new();
+    let mut tables: Vec<(TableRef, Snapshot)> = Vec::new();
     for u in units {
         // A unit's name as reports show it (a plan written by hand may
         // hold a URL's credentials).
@@ -382,12 +382,9 @@ fn check_unsplit(validator: &Validator, units: &[WorkUnit], opts: &ScanOptions) 
                 match &tables[at].1 {
                     Ok((_, live)) => match live.iter().find(|f| f.path == u.path) {
                         Some(f) => Ok(f.opens.clone()),
-                        None => Err(format!(
-                            "not a live data file of the Delta Lake table {} at version {}",
-                            t.shown, t.version
-                        )),
+                        None => Err(format!("not a live data file of the {}", t.describe())),
                     },
-                    Err(e) => Err(format!("its table {} at version {}: {e}", t.shown, t.version)),
+                    Err(e) => Err(format!("its table {}: {e}", t.named())),
                 }
             }
             None => Ok(None),

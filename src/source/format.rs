@@ -217,8 +217,11 @@ pub enum TableAt {
     /// That version.
     Version(u64),
     /// The latest version committed at or before this time (milliseconds
-    /// since the Unix epoch), as `deltalake`'s `load_as_version` picks it.
+    /// since the Unix epoch), as `deltalake`'s `load_as_version` picks it;
+    /// for Iceberg, the snapshot current then, by its snapshot log.
     AsOf(i64),
+    /// An Iceberg snapshot, by id (`--snapshot-id`).
+    Snapshot(u64),
 }
 
 /// What the schema tells readers about files whose bytes do not say it.

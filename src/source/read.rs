@@ -126,6 +126,13 @@ pub trait Source: Send + Sync {
         false
     }
 
+    /// Each column's field id, where the file gives its columns ids
+    /// (Parquet's `field_id`, which Iceberg writers set); empty when it
+    /// gives none.
+    fn field_ids(&self) -> Vec<Option<i32>> {
+        Vec::new()
+    }
+
     /// For a source whose rows are not stored in its own file (a
     /// `datasets` index mapping's dataset), where row `row` is stored.
     fn origin(&self, row: u64) -> Option<Origin> {

@@ -1,8 +1,9 @@
 //! Lakehouse tables written by their own writers (delta-rs' `deltalake`,
 //! Spark and Databricks through the Delta kernel's test tables, PyIceberg
-//! with a SQLite catalog): a local Delta table is read as its snapshot,
-//! checked against the writer's own reading of it; a table preflight cannot
-//! read as a snapshot is an error naming it, and none of its files is read.
+//! with a SQLite catalog): a table is read as its snapshot, on disk and in
+//! object storage, checked against the writer's own reading of it; a table
+//! that cannot be read is an error naming it, and none of its files is
+//! read as a loose file.
 
 use serde_json::Value;
 
@@ -35,11 +36,16 @@ def oracle(root, version=None):
 
 /// (file, row, value) of every `label` violation in a report's examples.
 fn found(report: &Value) -> Vec<Value> {
+    found_in(report, "label")
+}
+
+/// (file, row, value) of every violation of `column` in a report's examples.
+fn found_in(report: &Value, column: &str) -> Vec<Value> {
     let mut all: Vec<Value> = report["checks"]
         .as_array()
         .expect("checks")
         .iter()
-        .filter(|c| c["column"] == "label")
+        .filter(|c| c["column"] == column)
         .flat_map(|c| c["examples"].as_array().cloned().unwrap_or_default())
         .map(|e| serde_json::json!([e["file"], e["row"], e["value"]]))
         .collect();
@@ -312,46 +318,6 @@ fn delta_tables_that_cannot_be_read_are_errors_naming_them() {
     assert!(errs[0].1.contains("fancyNewFeature"), "{errs:?}");
 }
 
-#[test]
-fn an_iceberg_table_is_refused_not_read_as_a_folder() {
-    let env = Env::new();
-    env.write("s.yaml", SCHEMA);
-    env.python(
-        "from pyiceberg.catalog.sql import SqlCatalog\n\
-         os.makedirs('wh')\n\
-         cat = SqlCatalog('c', uri='sqlite:///cat.db', warehouse='file://' + os.path.abspath('wh'))\n\
-         cat.create_namespace('db')\n\
-         t = cat.create_table('db.t', schema=pa.schema([('label', pa.int64())]))\n\
-         t.append(pa.table({'label': pa.array([0, 1, 7, 2], pa.int64())}))\n\
-         t.overwrite(pa.table({'label': pa.array([0, 1, 2], pa.int64())}))\n\
-         assert t.scan().to_arrow().num_rows == 3\n\
-         import glob\n\
-         assert len(glob.glob('wh/db/t/data/*.parquet')) == 2, glob.glob('wh/**', recursive=True)\n\
-         assert glob.glob('wh/db/t/metadata/*.metadata.json')\n",
-    );
-    for path in ["wh", "wh/db/t", "wh/db/t/data"] {
-        // The data folder too is the table's: its files, one of them
-        // removed by the overwrite, are not read as a folder.
-        let report = env.check_json(&["-s", "s.yaml", path], 2);
-        let errs = errors(&report);
-        assert_eq!(errs.len(), 1, "{path}: {errs:?}");
-        assert_eq!(errs[0].0, "wh/db/t");
-        assert!(errs[0].1.contains("an Apache Iceberg table"), "{errs:?}");
-        assert_eq!(report["files"], 0, "{report}");
-        assert_eq!(report["violations"], 0, "{report}");
-    }
-    let named: Vec<String> = std::fs::read_dir(env.path("wh/db/t/metadata"))
-        .expect("metadata")
-        .flatten()
-        .map(|e| format!("wh/db/t/metadata/{}", e.file_name().to_string_lossy()))
-        .filter(|n| n.ends_with(".metadata.json"))
-        .collect();
-    let report = env.check_json(&["-s", "s.yaml", &named[0]], 2);
-    let errs = errors(&report);
-    assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].1.contains("an Apache Iceberg table"), "{errs:?}");
-}
-
 /// A Delta table in S3 (the local S3 server) reads as the same table on
 /// disk: its log through preflight's own client and credentials, the same
 /// live files, rows and violations, named by URL.
@@ -601,6 +567,566 @@ fn planned_units_of_a_delta_table_read_the_pinned_snapshot() {
             .message
             .contains("its table dt at version 99: the Delta log cannot be read")
             && report.errors[1].message == "not a live data file of the Delta Lake table dt at version 2",
+        "{:?}",
+        report.errors
+    );
+}
+
+/// PyIceberg 0.12 with a SQLite catalog on a local warehouse, and what it
+/// cannot write itself: delete files (position deletes, deletion vectors
+/// in Puffin files, equality deletes), committed as a snapshot through its
+/// own manifest writers and transaction. `oracle` is PyIceberg's reading of
+/// a snapshot (`scan().to_arrow()`): its rows and files, the out-of-range
+/// values of a column (by field id: its name is the snapshot schema's),
+/// and where they are in files no delete applies to.
+const ICEBERG: &str = r#"
+import os, random, uuid, struct, zlib, json
+import pyarrow as pa, pyarrow.parquet as pq
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.manifest import (ManifestWriterV2, ManifestContent, ManifestEntry, ManifestEntryStatus,
+    DataFile, DataFileContent, FileFormat, write_manifest_list)
+from pyiceberg.table.snapshots import Snapshot, Summary, Operation
+from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate
+from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.typedef import Record
+from pyroaring import BitMap
+
+def catalog():
+    os.makedirs('wh', exist_ok=True)
+    cat = SqlCatalog('c', uri='sqlite:///cat.db', warehouse='file://' + os.path.abspath('wh'))
+    cat.create_namespace('db')
+    return cat
+
+def labels(**cols):
+    return pa.table({k: pa.array(v, pa.string() if k == 'k' else pa.int64()) for k, v in cols.items()})
+
+def oracle(table, field_id, snapshot_id=None):
+    scan = table.scan(snapshot_id=snapshot_id)
+    arrow = scan.to_arrow()
+    column = scan.projection().find_field(field_id).name
+    fid = str(field_id).encode()
+    files, bad = [], []
+    for task in scan.plan_files():
+        path = os.path.relpath(task.file.file_path[len('file://'):])
+        files.append(path)
+        if task.delete_files:
+            continue
+        f = pq.read_table(path)
+        col = [i for i, x in enumerate(f.schema) if (x.metadata or {}).get(b'PARQUET:field_id') == fid][0]
+        bad += [[path, r, v] for r, v in enumerate(f.column(col).to_pylist()) if not 0 <= v < 3]
+    values = sorted(v for v in arrow.column(column).to_pylist() if not 0 <= v < 3)
+    return {'rows': arrow.num_rows, 'files': len(files), 'bad': sorted(bad), 'values': values, 'column': column}
+
+class DeleteManifest(ManifestWriterV2):
+    def content(self): return ManifestContent.DELETES
+    @property
+    def _meta(self): return {**super()._meta, 'content': 'deletes'}
+
+def commit_deletes(t, files):
+    md, parent = t.metadata, t.metadata.current_snapshot()
+    sid, seq = random.getrandbits(62), md.next_sequence_number()
+    loc = t.location() + '/metadata/'
+    mpath = loc + f'{uuid.uuid4()}-d0.avro'
+    with DeleteManifest(t.spec(), t.schema(), t.io.new_output(mpath), sid, 'deflate') as w:
+        for f in files:
+            w.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=sid, data_file=f))
+    lpath = loc + f'snap-{sid}-0-{uuid.uuid4()}.avro'
+    with write_manifest_list(format_version=2, output_file=t.io.new_output(lpath), snapshot_id=sid,
+                             parent_snapshot_id=parent.snapshot_id, sequence_number=seq, avro_compression='deflate') as l:
+        l.add_manifests(parent.manifests(t.io) + [w.to_manifest_file()])
+    snap = Snapshot(snapshot_id=sid, parent_snapshot_id=parent.snapshot_id, manifest_list=lpath,
+                    sequence_number=seq, summary=Summary(Operation.DELETE), schema_id=md.current_schema_id)
+    with t.transaction() as tx:
+        tx._apply((AddSnapshotUpdate(snapshot=snap), SetSnapshotRefUpdate(snapshot_id=sid,
+            parent_snapshot_id=parent.snapshot_id, ref_name='main', type=SnapshotRefType.BRANCH)), ())
+    return sid
+
+def uri(path):
+    return 'file://' + os.path.abspath(path)
+
+def delete_file(path, content, table, **kw):
+    pq.write_table(table, path)
+    return DataFile.from_args(content=content, file_path=uri(path), file_format=FileFormat.PARQUET,
+        partition=Record(), record_count=table.num_rows, file_size_in_bytes=os.path.getsize(path), **kw)
+
+def positions(path, rows):
+    schema = pa.schema([pa.field('file_path', pa.string(), False, {b'PARQUET:field_id': b'2147483546'}),
+                        pa.field('pos', pa.int64(), False, {b'PARQUET:field_id': b'2147483545'})])
+    return delete_file(path, DataFileContent.POSITION_DELETES,
+                       pa.table({'file_path': [p for p, _ in rows], 'pos': [r for _, r in rows]}, schema=schema))
+
+def equality(path, field, field_id, values):
+    schema = pa.schema([pa.field(field, pa.string(), True, {b'PARQUET:field_id': str(field_id).encode()})])
+    return delete_file(path, DataFileContent.EQUALITY_DELETES, pa.table({field: values}, schema=schema),
+                       equality_ids=[field_id])
+
+def vector(path, data_file, rows):
+    bm = BitMap(rows)
+    body = b'\xd1\xd3\x39\x64' + struct.pack('<Q', 1) + struct.pack('<I', 0) + bm.serialize()
+    blob = struct.pack('>I', len(body)) + body + struct.pack('>I', zlib.crc32(body))
+    footer = json.dumps({'blobs': [{'type': 'deletion-vector-v1', 'fields': [2147483645], 'snapshot-id': -1,
+        'sequence-number': -1, 'offset': 4, 'length': len(blob),
+        'properties': {'referenced-data-file': data_file, 'cardinality': str(len(bm))}}]}).encode()
+    with open(path, 'wb') as f:
+        f.write(b'PFA1' + blob + b'PFA1' + footer + struct.pack('<i', len(footer)) + b'\0\0\0\0' + b'PFA1')
+    return DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=uri(path),
+        file_format=FileFormat.PUFFIN, partition=Record(), record_count=len(bm),
+        file_size_in_bytes=os.path.getsize(path), referenced_data_file=data_file)
+
+def file_holding(t, value):
+    for task in t.scan().plan_files():
+        values = pq.read_table(task.file.file_path[7:]).column('label').to_pylist()
+        if value in values:
+            return task.file.file_path, values.index(value)
+"#;
+
+/// Writes `ice.py` (the [`ICEBERG`] helpers) and runs `script` after it.
+fn iceberg(env: &Env, script: &str) {
+    env.write("ice.py", ICEBERG);
+    env.python(&format!("from ice import *\n{script}\nos._exit(0)\n"));
+}
+
+/// The out-of-range values of a report's `column` examples, sorted.
+fn values(report: &Value, column: &str) -> Vec<i64> {
+    let mut all: Vec<i64> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["column"] == column && c["rule"] == "class")
+        .flat_map(|c| c["examples"].as_array().cloned().unwrap_or_default())
+        .map(|e| e["value"].as_i64().expect("value"))
+        .collect();
+    all.sort_unstable();
+    all
+}
+
+/// A report agrees with PyIceberg's reading of the same snapshot: rows,
+/// files, the values out of range, and where they are.
+fn agrees(report: &Value, want: &Value, what: &str) {
+    let column = want["column"].as_str().expect("column");
+    if want["files"] == 0 {
+        let errs = errors(report);
+        assert!(
+            errs.len() == 1 && errs[0].1.contains("has no data files"),
+            "{what}: {report}"
+        );
+        return;
+    }
+    assert!(errors(report).is_empty(), "{what}: {report}");
+    assert_eq!(report["rows"], want["rows"], "{what}: {report}");
+    assert_eq!(report["files"], want["files"], "{what}: {report}");
+    let want_values: Vec<i64> = serde_json::from_value(want["values"].clone()).expect("values");
+    assert_eq!(values(report, column), want_values, "{what}");
+    assert_eq!(report["violations"], want_values.len(), "{what}");
+    let located: Vec<Value> = found_in(report, column)
+        .into_iter()
+        .filter(|f| want["bad"].as_array().expect("bad").iter().any(|b| b[0] == f[0]))
+        .collect();
+    assert_eq!(located, *want["bad"].as_array().expect("bad"), "{what}");
+}
+
+/// The report names snapshot `id` as the one it read (or, for a snapshot
+/// without data files, in its error).
+fn read_snapshot(report: &Value, want: &Value, id: &str) {
+    if want["files"] == 0 {
+        assert!(
+            errors(report)[0]
+                .1
+                .contains(&format!("its snapshot {id} has no data files")),
+            "{report}"
+        );
+    } else {
+        assert_eq!(report["table"]["snapshot_id"].to_string(), id, "{report}");
+        assert_eq!(report["tables"][0]["format"], "iceberg", "{report}");
+    }
+}
+
+/// Tables PyIceberg writes are read as their snapshots: an overwrite's
+/// removed file and a copy-on-write delete's old file are never judged, a
+/// partitioned table, a v1 table, and a renamed column (its old files
+/// store the old name under the same field id) read as PyIceberg reads
+/// them. Every snapshot by id, every metadata file by version and by name,
+/// and a time in the snapshot log, each as PyIceberg reads it.
+#[test]
+fn an_iceberg_table_is_read_as_its_snapshot() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 3}\n");
+    env.write("y.yaml", "columns:\n  y: {kind: class, num_classes: 3}\n");
+    iceberg(
+        &env,
+        "from pyiceberg.partitioning import PartitionSpec, PartitionField\n\
+         from pyiceberg.transforms import IdentityTransform\n\
+         from pyiceberg.table import StaticTable\n\
+         import glob, time\n\
+         cat = catalog()\n\
+         t = cat.create_table('db.t', schema=pa.schema([('label', pa.int64())]))\n\
+         t.append(labels(label=[0, 1, 7, 2])); time.sleep(0.01)\n\
+         t.overwrite(labels(label=[0, 1, 2])); time.sleep(0.01)\n\
+         t.append(labels(label=[1, 5]))\n\
+         p = cat.create_table('db.p', schema=pa.schema([('label', pa.int64()), ('x', pa.int64())]))\n\
+         with p.update_spec() as u: u.add_identity('label')\n\
+         p.append(labels(label=[0, 4, 1, 4, 9], x=[1, 2, 3, 4, 5]))\n\
+         p.delete('x == 2')\n\
+         p.append(labels(label=[3, 0], x=[6, 7]))\n\
+         v1 = cat.create_table('db.v1', schema=pa.schema([('label', pa.int64())]), properties={'format-version': '1'})\n\
+         v1.append(labels(label=[6, 0]))\n\
+         v1.append(labels(label=[1, 8]))\n\
+         r = cat.create_table('db.r', schema=pa.schema([('label', pa.int64())]))\n\
+         r.append(labels(label=[0, 8]))\n\
+         with r.update_schema() as u: u.rename_column('label', 'y')\n\
+         r.append(pa.table({'y': pa.array([9, 1], pa.int64())}))\n\
+         out = {}\n\
+         for name in ['t', 'p', 'v1', 'r']:\n\
+         \x20   tab = cat.load_table('db.' + name)\n\
+         \x20   out[name] = oracle(tab, 1)\n\
+         \x20   out[name]['snapshots'] = {str(s.snapshot_id): oracle(tab, 1, s.snapshot_id) for s in tab.snapshots()}\n\
+         \x20   out[name]['log'] = [[e.snapshot_id, e.timestamp_ms] for e in tab.history()]\n\
+         \x20   out[name]['metadata'] = {}\n\
+         \x20   for m in sorted(glob.glob(f'wh/db/{name}/metadata/*.metadata.json')):\n\
+         \x20       st = StaticTable.from_metadata(os.path.abspath(m))\n\
+         \x20       if st.current_snapshot() is not None:\n\
+         \x20           out[name]['metadata'][m] = dict(oracle(st, 1), snapshot=st.current_snapshot().snapshot_id)\n\
+         json.dump(out, open('oracle.json', 'w'))\n\
+         assert len(glob.glob('wh/db/t/data/*.parquet')) == 3",
+    );
+    let oracle = expected(&env, "oracle.json");
+    // The schema naming a snapshot's column: `y` after the rename.
+    let schema = |want: &Value| match want["column"].as_str() {
+        Some("y") => "y.yaml",
+        _ => "s.yaml",
+    };
+    // A snapshot without data files (the first half of PyIceberg's
+    // overwrite) is an error: there is nothing to check in it.
+    let code = |want: &Value| match want["files"].as_u64() {
+        Some(0) => 2,
+        _ => i32::from(!want["values"].as_array().is_some_and(Vec::is_empty)),
+    };
+    for name in ["t", "p", "v1", "r"] {
+        let want = &oracle[name];
+        let root = format!("wh/db/{name}");
+        let report = env.check_json(&["-s", schema(want), "--max-examples", "100", &root], 1);
+        agrees(&report, want, &root);
+        assert_eq!(report["table"]["format"], "iceberg");
+        // Every snapshot by its id.
+        for (id, snap) in want["snapshots"].as_object().expect("snapshots") {
+            let args = ["-s", schema(snap), "--max-examples", "100", &root, "--snapshot-id", id];
+            let report = env.check_json(&args, code(snap));
+            agrees(&report, snap, &format!("{root} --snapshot-id {id}"));
+            read_snapshot(&report, snap, id);
+        }
+        // Every metadata file: by version, by flag and by name.
+        for (file, snap) in want["metadata"].as_object().expect("metadata") {
+            let version: u64 = file
+                .rsplit('/')
+                .next()
+                .and_then(|n| n[..5].parse().ok())
+                .expect("version");
+            let at = format!("{root}@v{version}");
+            let by_version = env.check_json(&["-s", schema(snap), "--max-examples", "100", &at], code(snap));
+            agrees(&by_version, snap, &at);
+            read_snapshot(&by_version, snap, &snap["snapshot"].to_string());
+            if snap["files"] != 0 {
+                assert_eq!(by_version["table"]["version"], version);
+            }
+            let flag = version.to_string();
+            let args = [
+                "-s",
+                schema(snap),
+                "--max-examples",
+                "100",
+                &root,
+                "--table-version",
+                &flag,
+            ];
+            assert_eq!(env.check_json(&args, code(snap)), by_version, "{file}");
+            let by_name = env.check_json(&["-s", schema(snap), "--max-examples", "100", file], code(snap));
+            agrees(&by_name, snap, file);
+            read_snapshot(&by_name, snap, &snap["snapshot"].to_string());
+        }
+        // A time in the snapshot log: the snapshot current then.
+        for entry in want["log"].as_array().expect("log") {
+            let (id, ms) = (entry[0].to_string(), entry[1].as_i64().expect("ms"));
+            let when = chrono::DateTime::from_timestamp_millis(ms).expect("time").to_rfc3339();
+            let snap = &want["snapshots"][id.as_str()];
+            let args = ["-s", schema(snap), "--max-examples", "100", &root, "--as-of", &when];
+            let report = env.check_json(&args, code(snap));
+            read_snapshot(&report, snap, &id);
+            agrees(&report, snap, &when);
+        }
+    }
+    // The overwrite left a bad file behind that was never judged, and the
+    // metadata's first version (the table's creation) has no snapshot.
+    let report = env.check_json(&["-s", "s.yaml", "wh/db/t@v0"], 2);
+    assert!(
+        errors(&report)[0].1.contains("an empty Apache Iceberg table"),
+        "{report}"
+    );
+    // Three in one run, the same whatever the thread count; a search of
+    // the warehouse meets all four (`r` has no `label` column any more).
+    let tables = ["-s", "s.yaml", "wh/db/t", "wh/db/p", "wh/db/v1", "--jobs"];
+    let one = env.check_json(&[&tables[..], &["1"]].concat(), 1);
+    let two = env.check_json(&[&tables[..], &["2"]].concat(), 1);
+    assert_eq!(one, two, "the report does not depend on the thread count");
+    let rows: u64 = ["t", "p", "v1"]
+        .iter()
+        .map(|t| oracle[t]["rows"].as_u64().expect("rows"))
+        .sum();
+    assert_eq!(one["rows"], rows);
+    let all = env.check_json(&["-s", "s.yaml", "wh"], 2);
+    assert_eq!(all["tables"].as_array().map(Vec::len), Some(4), "{all}");
+    assert!(
+        errors(&all)
+            .iter()
+            .all(|(f, m)| f.starts_with("wh/db/r/") && m.contains("`label` is missing")),
+        "{all}"
+    );
+}
+
+/// Rows an Iceberg snapshot deletes are never judged: a position delete
+/// file, a deletion vector (a Puffin blob) and an equality delete file,
+/// each committed as its own snapshot. PyIceberg reads the first two
+/// (its scan is the oracle); it refuses equality deletes, so the last
+/// snapshot's rows are the previous one's without those the delete names.
+/// A delete written before a data file does not delete its rows.
+#[test]
+fn iceberg_deletes_are_never_judged() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    iceberg(
+        &env,
+        "import glob\n\
+         cat = catalog()\n\
+         t = cat.create_table('db.d', schema=pa.schema([('label', pa.int64()), ('k', pa.string())]))\n\
+         t.append(labels(label=[0, 9, 1, 8, 2], k=['a', 'b', 'c', 'd', 'e']))\n\
+         t.append(labels(label=[7, 1, 6], k=['f', 'g', 'h']))\n\
+         os.makedirs('wh/db/d/deletes')\n\
+         out = {'plain': oracle(t, 1)}\n\
+         path, row = file_holding(t, 9)\n\
+         commit_deletes(t, [positions('wh/db/d/deletes/pos.parquet', [(path, row), (path + '.other', 0)])])\n\
+         t = cat.load_table('db.d'); out['positions'] = oracle(t, 1)\n\
+         path, row = file_holding(t, 7)\n\
+         commit_deletes(t, [vector('wh/db/d/deletes/dv.puffin', path, [row])])\n\
+         t = cat.load_table('db.d'); out['vector'] = oracle(t, 1)\n\
+         commit_deletes(t, [equality('wh/db/d/deletes/eq.parquet', 'k', 2, ['d', 'zz'])])\n\
+         t = cat.load_table('db.d')\n\
+         t.append(labels(label=[8], k=['d']))\n\
+         out['files'] = sorted(glob.glob('wh/db/d/data/*.parquet'))\n\
+         json.dump(out, open('oracle.json', 'w'))",
+    );
+    let oracle = expected(&env, "oracle.json");
+    for (version, name) in [(2, "plain"), (3, "positions"), (4, "vector")] {
+        let report = env.check_json(&["-s", "s.yaml", &format!("wh/db/d@v{version}")], 1);
+        agrees(&report, &oracle[name], name);
+    }
+    let before = &oracle["vector"];
+    assert_eq!(before["values"], serde_json::json!([6, 8]), "{before}");
+    // The equality delete removes 'd' (label 8) from the older file; the
+    // row appended after it (label 8, k 'd') is not deleted.
+    let report = env.check_json(&["-s", "s.yaml", "--max-examples", "100", "wh/db/d"], 1);
+    assert!(errors(&report).is_empty(), "{report}");
+    assert_eq!(report["rows"], before["rows"].as_u64().unwrap() - 1 + 1);
+    assert_eq!(values(&report, "label"), vec![6, 8]);
+    let appended = found(&report).into_iter().filter(|f| f[2] == 8).collect::<Vec<_>>();
+    assert_eq!(appended.len(), 1);
+    let files: Vec<String> = serde_json::from_value(oracle["files"].clone()).expect("files");
+    assert_eq!(appended[0][1], 0, "{appended:?}");
+    assert!(files.contains(&appended[0][0].as_str().unwrap().to_string()));
+    // The same after the table is named by its metadata file, and the
+    // statistics fast path is off for files with deletes (the row counts
+    // still match with every file read).
+    let full = env.check_json(&["-s", "s.yaml", "--max-examples", "100", "--full-scan", "wh/db/d"], 1);
+    assert_eq!(full["rows"], report["rows"]);
+    assert_eq!(found(&full), found(&report));
+}
+
+/// Iceberg tables that cannot be read are errors naming the table and the
+/// cause (exit 2), never a crash and never a fallback to reading their
+/// folders: a folder inside a table, a manifest named as a PATH, a
+/// missing data file, a cut manifest list, a version or snapshot the table
+/// lacks, a metadata file of an unknown format version, two metadata files
+/// of one version, and a table with no snapshot yet.
+#[test]
+fn iceberg_tables_that_cannot_be_read_are_errors_naming_them() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    iceberg(
+        &env,
+        "import glob, shutil\n\
+         cat = catalog()\n\
+         t = cat.create_table('db.t', schema=pa.schema([('label', pa.int64())]))\n\
+         t.append(labels(label=[0, 1, 7, 2]))\n\
+         t.overwrite(labels(label=[0, 1, 2]))\n\
+         cat.create_table('db.empty', schema=pa.schema([('label', pa.int64())]))\n\
+         for name in ['gone', 'cut', 'future', 'twice']:\n\
+         \x20   shutil.copytree('wh/db/t', f'wh/{name}')\n\
+         live = [os.path.relpath(f.file.file_path[7:], 'wh/db/t') for f in t.scan().plan_files()]\n\
+         os.remove('wh/gone/' + live[0])\n\
+         for l in glob.glob('wh/cut/metadata/snap-*.avro'):\n\
+         \x20   b = open(l, 'rb').read(); open(l, 'wb').write(b[:len(b) // 2])\n\
+         last = sorted(glob.glob('wh/future/metadata/*.metadata.json'))[-1]\n\
+         m = json.load(open(last)); m['format-version'] = 4; json.dump(m, open(last, 'w'))\n\
+         last = sorted(glob.glob('wh/twice/metadata/*.metadata.json'))[-1]\n\
+         shutil.copy(last, last.replace('.metadata.json', '0.metadata.json'))\n\
+         json.dump(live, open('live.json', 'w'))",
+    );
+    let live: Vec<String> = serde_json::from_value(expected(&env, "live.json")).expect("live");
+    let gone = format!("wh/gone/{}", live[0]);
+    let cases = [
+        ("wh/db/t/data", "wh/db/t", "an Apache Iceberg table"),
+        ("wh/gone", gone.as_str(), "No such file"),
+        ("wh/cut", "wh/cut", "cut short"),
+        ("wh/future", "wh/future", "Iceberg format version 4"),
+        ("wh/twice", "wh/twice", "has 2 metadata files"),
+        ("wh/db/empty", "wh/db/empty", "an empty Apache Iceberg table"),
+        (
+            "wh/db/t@v9",
+            "wh/db/t@v9",
+            "the table has no metadata file of version 9",
+        ),
+    ];
+    for (path, file, message) in &cases {
+        let report = env.check_json(&["-s", "s.yaml", path], 2);
+        let errs = errors(&report);
+        assert_eq!(errs.len(), 1, "{path}: {errs:?}");
+        assert_eq!(errs[0].0, *file, "{path}: {errs:?}");
+        assert!(errs[0].1.contains(message), "{path}: {errs:?}");
+        assert_eq!(report["violations"], 0, "{path}: {report}");
+    }
+    let report = env.check_json(&["-s", "s.yaml", "wh/db/t", "--snapshot-id", "12345"], 2);
+    assert!(
+        errors(&report)[0].1.contains("the table has no snapshot 12345"),
+        "{report}"
+    );
+    // A manifest is not data; the other tables in the run are still checked.
+    let manifest = std::fs::read_dir(env.path("wh/db/t/metadata"))
+        .expect("metadata")
+        .flatten()
+        .map(|e| format!("wh/db/t/metadata/{}", e.file_name().to_string_lossy()))
+        .find(|n| n.ends_with(".avro"))
+        .expect("a manifest");
+    let report = env.check_json(&["-s", "s.yaml", &manifest, "wh/db/t"], 2);
+    let errs = errors(&report);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0]
+            .1
+            .contains("a file of an Apache Iceberg table's metadata, not data"),
+        "{errs:?}"
+    );
+    assert_eq!(report["rows"], 3, "{report}");
+    // One snapshot is picked one way.
+    let both = env.run(&[
+        "check",
+        "-s",
+        "s.yaml",
+        "wh/db/t",
+        "--snapshot-id",
+        "1",
+        "--table-version",
+        "1",
+    ]);
+    assert_eq!(both.code, 2, "{}", both.stderr);
+}
+
+/// An Iceberg table in S3 (the local S3 server) reads as the same table on
+/// disk: its metadata names the files by their local paths, which are read
+/// under the URL the table was found at. Every metadata version reads the
+/// same, and so does a plan's unit after a writer commits.
+#[test]
+fn an_iceberg_table_in_object_storage_reads_as_on_disk() {
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    iceberg(
+        &env,
+        "cat = catalog()\n\
+         t = cat.create_table('db.t', schema=pa.schema([('label', pa.int64())]))\n\
+         t.append(labels(label=[0, 1, 7, 2]))\n\
+         t.overwrite(labels(label=[0, 1, 2]))\n\
+         t.append(labels(label=[1, 5]))\n\
+         os.makedirs('wh/db/t/deletes')\n\
+         path, row = file_holding(t, 5)\n\
+         commit_deletes(t, [positions('wh/db/t/deletes/pos.parquet', [(path, 1 - row)])])",
+    );
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "wh", "bkt", "wh/");
+    for (at, code) in [
+        (&[][..], 1),
+        (&["--table-version", "2"], 0),
+        (&["--table-version", "4"], 1),
+    ] {
+        let mut local_args = vec!["-s", "s.yaml", "wh/db/t"];
+        local_args.extend_from_slice(at);
+        let local = servers.check(&env, &local_args, code);
+        assert!(errors(&local).is_empty(), "{local}");
+        let mut remote_args = vec!["-s", "s.yaml", "s3://bkt/wh/db/t/"];
+        remote_args.extend_from_slice(at);
+        let remote = servers.check(&env, &remote_args, code);
+        assert_eq!(
+            crate::remote::renamed(&remote, "s3://bkt/wh/db/t", "wh/db/t"),
+            crate::remote::renamed(&local, "", ""),
+            "{at:?}"
+        );
+    }
+    let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/wh/"], 1);
+    assert_eq!(remote["rows"], 4, "{remote}");
+    assert_eq!(remote["tables"][0]["format"], "iceberg");
+    let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/wh/db/t@v1"], 1);
+    assert_eq!(remote["rows"], 4, "{remote}");
+}
+
+/// A plan of an Iceberg table pins its snapshot in every unit: units
+/// checked after a writer commits a bad row merge into the report of one
+/// run at plan time; a unit of a file the pinned snapshot does not hold is
+/// that unit's error.
+#[test]
+fn planned_units_of_an_iceberg_table_read_the_pinned_snapshot() {
+    use preflight::{Schema, Validator, WorkUnit};
+
+    let env = Env::new();
+    env.write("s.yaml", SCHEMA);
+    iceberg(
+        &env,
+        "cat = catalog()\n\
+         t = cat.create_table('db.t', schema=pa.schema([('label', pa.int64())]))\n\
+         t.append(labels(label=[0, 1, 7, 2]))\n\
+         t.overwrite(labels(label=[0, 1, 2]))\n\
+         t.append(labels(label=[1, 5]))",
+    );
+    let one = env.run(&["check", "--format", "json", "-s", "s.yaml", "wh/db/t"]);
+    assert_eq!(one.code, 1, "{}", one.stdout);
+    let plan = env.run(&["plan", "-s", "s.yaml", "--split-bytes", "1", "wh/db/t"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let doc: Value = serde_json::from_str(&plan.stdout).expect("plan");
+    let units: Vec<WorkUnit> = serde_json::from_value(doc["units"].clone()).expect("units");
+    assert_eq!(units.len(), 2, "{units:?}");
+    assert!(
+        units
+            .iter()
+            .all(|u| u.table.as_ref().is_some_and(|t| t.snapshot_id.is_some())),
+        "{units:?}"
+    );
+    iceberg(
+        &env,
+        "t = SqlCatalog('c', uri='sqlite:///cat.db', warehouse='file://' + os.path.abspath('wh')).load_table('db.t')\n\
+         t.append(labels(label=[9]))",
+    );
+    let schema = Schema::from_file(&env.path("s.yaml")).expect("schema");
+    let validator = Validator::new(schema, 5);
+    assert_eq!(crate::util::merged_from_workers(&validator, &units, 2), one.stdout);
+    let after = env.check_json(&["-s", "s.yaml", "wh/db/t"], 1);
+    assert_eq!(after["rows"], 6, "{after}");
+    let mut removed = units[0].clone();
+    removed.path = removed.path.with_file_name("not-live.parquet");
+    let opts = preflight::ScanOptions {
+        jobs: 1,
+        ..preflight::ScanOptions::default()
+    };
+    let report = preflight::check_units(&validator, &[removed], &opts).report(&validator);
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert!(
+        report.errors[0]
+            .message
+            .starts_with("not a live data file of the Apache Iceberg table wh/db/t at snapshot"),
         "{:?}",
         report.errors
     );

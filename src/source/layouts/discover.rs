@@ -182,9 +182,13 @@ pub(crate) fn discover(args: &[PathBuf], hints: &Hints) -> Discovered {
                 Some(empty) => empty,
                 None => continue,
             }
-        } else if let Some((root, version)) = tables::versioned(arg) {
-            // `TABLE@vN`: that version of a Delta table.
-            found.delta(&root, Some(tables::TableAt::Version(version)));
+        } else if let Some((root, kind, version)) = tables::versioned(arg) {
+            // `TABLE@vN`: that version of a table.
+            found.table(&root, &root, kind, Some(tables::TableAt::Version(version)));
+            continue;
+        } else if let Some(root) = arg.is_file().then(|| tables::metadata_file(arg)).flatten() {
+            // An Iceberg metadata file: its table, as that file describes it.
+            found.table(arg, root, tables::Table::Iceberg, found.table_at);
             continue;
         } else if arg.is_dir() {
             // A folder inside a table (Iceberg's data/, a partition) is
@@ -367,6 +371,11 @@ impl Found<'_> {
         let http = crate::source::storage::remote::is_http(url);
         let is_glob = !http && url.contains(['*', '?', '[']);
         let named = !url.split('?').next().unwrap_or(url).ends_with('/') && !is_glob;
+        // An Iceberg metadata file: its table, as that file describes it.
+        if named && let Some(root) = tables::metadata_file(Path::new(url)) {
+            self.table(Path::new(url), root, tables::Table::Iceberg, self.table_at);
+            return None;
+        }
         // A URL naming a data file is that file: no listing request.
         if named && let Some(message) = tables::not_data(Path::new(url)) {
             self.errors.push(Error::Discover {
@@ -379,10 +388,15 @@ impl Found<'_> {
             self.files.push(DataFile::new(PathBuf::from(url)));
             return None;
         }
-        // `TABLE@vN`: that version of a Delta table in storage (one listing
-        // request for its log, only for a URL so named).
-        if named && let Some((root, version)) = tables::versioned_url(url) {
-            self.delta(Path::new(root), Some(tables::TableAt::Version(version)));
+        // `TABLE@vN`: that version of a table in storage (a listing request
+        // for its log or metadata, only for a URL so named).
+        if named && let Some((root, kind, version)) = tables::versioned_url(url) {
+            self.table(
+                Path::new(root),
+                Path::new(root),
+                kind,
+                Some(tables::TableAt::Version(version)),
+            );
             return None;
         }
         match crate::source::storage::remote::list(url) {
@@ -398,7 +412,8 @@ impl Found<'_> {
                 None
             }
             Ok(mut found) => {
-                // Tables: refused, none of their objects read.
+                // Tables: read as their snapshots, none of their objects
+                // taken for data.
                 let roots: std::collections::BTreeMap<String, tables::Table> = found
                     .iter()
                     .filter_map(|(u, _)| tables::Table::root_of(u).map(|(r, t)| (r.to_string(), t)))
@@ -408,11 +423,8 @@ impl Found<'_> {
                         .keys()
                         .any(|r| u.starts_with(r.as_str()) && u[r.len()..].starts_with('/'))
                 });
-                for (root, table) in roots {
-                    match table {
-                        tables::Table::Delta => self.delta(Path::new(&root), self.table_at),
-                        _ => self.refuse(root, table, tables::Met::Root),
-                    }
+                for (root, kind) in roots {
+                    self.table(Path::new(&root), Path::new(&root), kind, self.table_at);
                 }
                 // `save_to_disk` folders the listing holds (their
                 // `state.json`), read as a local search reads them; no
@@ -499,51 +511,35 @@ impl Found<'_> {
         self.hf.decide_caches(&mut self.files, &mut self.errors);
     }
 
-    /// A table met by a search that cannot be read as its snapshot: an
-    /// error naming it, once.
-    fn refuse(&mut self, root: String, table: tables::Table, met: tables::Met) {
+    /// A folder or file met inside a table: an error naming the table,
+    /// once.
+    fn refuse(&mut self, root: String, table: tables::Table) {
         if !self.tables.contains(&root) {
             self.errors.push(Error::Discover {
                 path: root.clone(),
-                message: table.refusal(met),
+                message: table.refusal(),
             });
             self.tables.push(root);
         }
     }
 
-    /// A Delta table met by a search: the data files of its latest
-    /// snapshot or of the one `at` picks ([`tables::delta`]), or an error
-    /// naming it.
-    fn delta(&mut self, root: &Path, at: Option<tables::TableAt>) {
+    /// A table met by a search, read from `read` (its root, or an Iceberg
+    /// metadata file) and shown as its root `root`: the data files of its
+    /// latest snapshot or of the one `at` picks ([`tables::read`]), or an
+    /// error naming it.
+    fn table(&mut self, read: &Path, root: &Path, kind: tables::Table, at: Option<tables::TableAt>) {
         let shown = root.to_string_lossy().into_owned();
         let key = match at {
-            Some(tables::TableAt::Version(v)) => format!("{shown}@v{v}"),
-            _ => shown.clone(),
+            Some(tables::TableAt::Version(v)) => format!("{}@v{v}", read.to_string_lossy()),
+            _ => read.to_string_lossy().into_owned(),
         };
         if self.tables.contains(&key) {
             return;
         }
-        // A panic in the kernel on a hostile log is the table's error.
-        let read = crate::source::read::guarded(|| tables::delta::read(root, &shown, at).map_err(ReadError::new))
-            .map_err(|e| e.to_string());
-        match read {
-            Ok(read) if read.files.is_empty() => self.errors.push(Error::Discover {
-                path: shown.clone(),
-                message: format!(
-                    "an empty Delta Lake table: its snapshot (version {}) has no data files, so there is \
-                     nothing to check",
-                    read.version
-                ),
-            }),
-            Ok(read) => {
-                self.snapshots.push(tables::TableSnapshot {
-                    path: shown.clone(),
-                    format: "delta".into(),
-                    version: read.version,
-                    snapshot_id: None,
-                    files: read.files.len() as u64,
-                });
-                self.files.extend(read.files);
+        match tables::read(read, &shown, kind, at) {
+            Ok((snapshot, files)) => {
+                self.snapshots.push(snapshot);
+                self.files.extend(files);
             }
             Err(message) => self.errors.push(Error::Discover {
                 path: key.clone(),
@@ -565,7 +561,7 @@ impl Found<'_> {
                 .entry(dir.to_path_buf())
                 .or_insert_with(|| tables::Table::at(dir));
             if let Some(table) = table {
-                self.refuse(dir.to_string_lossy().into_owned(), table, tables::Met::Inside);
+                self.refuse(dir.to_string_lossy().into_owned(), table);
                 return true;
             }
         }
@@ -584,8 +580,7 @@ impl Found<'_> {
             match entry {
                 Ok(e) if e.file_type().is_dir() => {
                     match tables::Table::at(e.path()) {
-                        Some(tables::Table::Delta) => self.delta(e.path(), self.table_at),
-                        Some(table) => self.refuse(e.path().to_string_lossy().into_owned(), table, tables::Met::Root),
+                        Some(kind) => self.table(e.path(), e.path(), kind, self.table_at),
                         None => continue,
                     }
                     walker.skip_current_dir();

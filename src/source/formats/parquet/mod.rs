@@ -1151,6 +1151,20 @@ impl Source for ParquetSource {
         &self.columns
     }
 
+    fn field_ids(&self) -> Vec<Option<i32>> {
+        self.meta
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| {
+                f.metadata()
+                    .get(::parquet::arrow::PARQUET_FIELD_ID_META_KEY)?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    }
+
     /// The file schema's type: row groups that statistics prove are never
     /// read, and their type still counts.
     fn stored_type(&self, column: usize) -> Option<DataType> {

@@ -135,6 +135,9 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
         None => None,
         Some(TableAt::Version(v)) => Some(v),
         Some(TableAt::AsOf(ms)) => Some(version_as_of(&url, engine, ms)?),
+        Some(TableAt::Snapshot(_)) => {
+            return Err("a Delta Lake table has versions, not snapshot ids: pick one with --table-version".into());
+        }
     };
     let mut builder = Snapshot::builder_for(url.as_str());
     if let Some(v) = version {
@@ -174,6 +177,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             root: if remote { root.to_path_buf() } else { absolute.clone() },
             shown: shown.to_string(),
             version: version_read,
+            snapshot_id: None,
         },
     });
     let mut files = Vec::with_capacity(live.len());

@@ -4,14 +4,14 @@
 //! Its log or metadata decides which files are live (an overwrite leaves
 //! the old ones in place), which rows are deleted (deletion vectors,
 //! position and equality deletes) and the values of partition columns
-//! (stored in no data file). A Delta table, on disk or in object storage,
-//! is read as its snapshot (`delta`); a plan's units find their files
-//! again by the table and version they pin ([`TableRef`]). A table
-//! preflight cannot read that way (Iceberg) is an error naming it (exit 2),
-//! and none of its files is read. Log and metadata files are never taken
-//! for data.
+//! (stored in no data file). A table, on disk or in object storage, is
+//! read as one snapshot (`delta`, `iceberg`); a plan's units find their
+//! files again by the table and snapshot they pin ([`TableRef`]). Log and
+//! metadata files are never taken for data, and a folder inside a table is
+//! an error naming the table, none of its files read.
 
 pub(crate) mod delta;
+pub(crate) mod iceberg;
 mod view;
 
 use std::path::Path;
@@ -23,9 +23,11 @@ pub(crate) use crate::source::format::TableAt;
 pub struct TableSnapshot {
     /// The table's root, as the PATH named it.
     pub path: String,
-    /// `delta` (Iceberg tables are refused).
+    /// `delta` or `iceberg`.
     pub format: String,
-    /// The snapshot's version.
+    /// The snapshot's version: Delta's table version, or the version of
+    /// the Iceberg metadata file read (`vN.metadata.json`,
+    /// `0000N-<uuid>.metadata.json`).
     pub version: u64,
     /// Iceberg's snapshot id; Delta has none (null).
     pub snapshot_id: Option<u64>,
@@ -34,47 +36,112 @@ pub struct TableSnapshot {
 }
 
 /// Where a data file of a plan's unit is found again: its table pinned at
-/// the version the plan read, so every unit of one plan reads one
+/// the snapshot the plan read, so every unit of one plan reads one
 /// snapshot, whatever a writer commits meanwhile.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct TableRef {
-    /// The table's root, to open (a folder or a URL).
+    /// The table's root, to open (a folder or a URL); for Iceberg, the
+    /// metadata file read.
     pub root: std::path::PathBuf,
-    /// The root as reports name it.
+    /// The table's root as reports name it.
     pub shown: String,
-    /// The Delta version the plan read.
+    /// The version the plan read (Delta's, or the Iceberg metadata file's).
     pub version: u64,
+    /// The Iceberg snapshot the plan read; `None` for a Delta table.
+    #[serde(default)]
+    pub snapshot_id: Option<u64>,
 }
 
-/// A pinned snapshot read again: as the report shows it, and its live
-/// data files; or why it cannot be read.
-pub(crate) type Reopened = Result<(TableSnapshot, Vec<super::discover::DataFile>), String>;
+impl TableRef {
+    /// The table and the snapshot it pins: `dt at version 2`, `t at
+    /// snapshot 8141…`.
+    pub(crate) fn named(&self) -> String {
+        match self.snapshot_id {
+            Some(id) => format!("{} at snapshot {id}", self.shown),
+            None => format!("{} at version {}", self.shown, self.version),
+        }
+    }
+
+    /// [`TableRef::named`] with the table's kind.
+    pub(crate) fn describe(&self) -> String {
+        match self.snapshot_id {
+            Some(_) => format!("Apache Iceberg table {}", self.named()),
+            None => format!("Delta Lake table {}", self.named()),
+        }
+    }
+}
+
+/// A snapshot as the report shows it, and its live data files; or why it
+/// cannot be read.
+pub(crate) type Snapshot = Result<(TableSnapshot, Vec<super::discover::DataFile>), String>;
 
 /// The snapshot `table` pins, read again.
-pub(crate) fn reopen(table: &TableRef) -> Reopened {
-    let at = Some(TableAt::Version(table.version));
-    let read = crate::source::read::guarded(|| {
-        delta::read(&table.root, &table.shown, at).map_err(crate::error::ReadError::new)
+pub(crate) fn reopen(table: &TableRef) -> Snapshot {
+    let (kind, at) = match table.snapshot_id {
+        Some(id) => (Table::Iceberg, TableAt::Snapshot(id)),
+        None => (Table::Delta, TableAt::Version(table.version)),
+    };
+    read(&table.root, &table.shown, kind, Some(at))
+}
+
+/// The snapshot of table `kind` at `root` (shown as `shown`): the latest,
+/// or the one `at` picks. A snapshot without data files is an error: a
+/// gate must not pass a table it found nothing to check in.
+pub(crate) fn read(root: &Path, shown: &str, kind: Table, at: Option<TableAt>) -> Snapshot {
+    // A panic on a hostile log or metadata is the table's error.
+    let (snapshot, files) = crate::source::read::guarded(|| {
+        let read = match kind {
+            Table::Delta => delta::read(root, shown, at).map(|r| (r.version, None, r.files)),
+            Table::Iceberg => iceberg::read(root, shown, at).map(|r| (r.version, r.snapshot_id, r.files)),
+        };
+        let (version, snapshot_id, files) = read.map_err(crate::error::ReadError::new)?;
+        let snapshot = TableSnapshot {
+            path: shown.to_string(),
+            format: kind.name().into(),
+            version,
+            snapshot_id,
+            files: files.len() as u64,
+        };
+        Ok((snapshot, files))
     })
     .map_err(|e| e.to_string())?;
-    let snapshot = TableSnapshot {
-        path: table.shown.clone(),
-        format: "delta".into(),
-        version: read.version,
-        snapshot_id: None,
-        files: read.files.len() as u64,
-    };
-    Ok((snapshot, read.files))
+    if files.is_empty() {
+        return Err(match (kind, snapshot.snapshot_id) {
+            (Table::Delta, _) => format!(
+                "an empty Delta Lake table: its snapshot (version {}) has no data files, so there is nothing to check",
+                snapshot.version
+            ),
+            (Table::Iceberg, None) => format!(
+                "an empty Apache Iceberg table: its metadata (version {}) has no current snapshot, so there is \
+                 nothing to check",
+                snapshot.version
+            ),
+            (Table::Iceberg, Some(id)) => {
+                format!(
+                    "an empty Apache Iceberg table: its snapshot {id} has no data files, so there is nothing to check"
+                )
+            }
+        });
+    }
+    Ok((snapshot, files))
 }
 
 /// Which kind of table a folder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Table {
+pub(crate) enum Table {
     Delta,
     Iceberg,
 }
 
 impl Table {
+    /// The format's name in reports.
+    fn name(self) -> &'static str {
+        match self {
+            Table::Delta => "delta",
+            Table::Iceberg => "iceberg",
+        }
+    }
+
     /// The table `dir` is the root of, if any: Delta Lake when it holds a
     /// `_delta_log/` folder, Iceberg when it holds `metadata/` with a
     /// `version-hint.text` or a `*.metadata.json` file.
@@ -105,67 +172,53 @@ impl Table {
         (is_iceberg_metadata(name) || name == "version-hint.text").then_some((root, Table::Iceberg))
     }
 
-    /// Why a table met where it cannot be read as its snapshot (`met`: at
-    /// its root, or inside it) is not read as files.
-    pub(super) fn refusal(self, met: Met) -> String {
+    /// Why a folder or file met inside a table is not read apart from it.
+    pub(super) fn refusal(self) -> String {
         let (kind, decides) = match self {
-            Table::Delta => (
-                "a Delta Lake table",
-                "its _delta_log/ decides which data files are live, which rows are deleted and the \
-                 partition columns' values",
-            ),
-            Table::Iceberg => (
-                "an Apache Iceberg table",
-                "its metadata/ decides which data files are live, which rows are deleted and the \
-                 partition columns' values",
-            ),
+            Table::Delta => ("a Delta Lake table", "its _delta_log/"),
+            Table::Iceberg => ("an Apache Iceberg table", "its metadata/"),
         };
-        let why = match (self, met) {
-            (Table::Delta, _) => "a folder or file inside it cannot be checked apart from it: name the table's folder",
-            (Table::Iceberg, _) => {
-                "preflight does not read Iceberg snapshots yet; check the snapshot written out as \
-                 Parquet (table.scan().to_arrow())"
-            }
-        };
-        format!("{kind} ({decides}): {why}. None of its files was read")
+        format!(
+            "{kind} ({decides} decides which data files are live, which rows are deleted and the partition \
+             columns' values): a folder or file inside it cannot be checked apart from it: name the table's \
+             folder. None of its files was read"
+        )
     }
 }
 
-/// A PATH naming a version of a Delta table, `TABLE@vN`, when `TABLE` is
-/// one and the PATH itself names nothing: the table's folder and `N`.
-pub(super) fn versioned(arg: &Path) -> Option<(std::path::PathBuf, u64)> {
+/// A PATH naming a version of a table, `TABLE@vN`, when `TABLE` is one and
+/// the PATH itself names nothing: the table's folder, kind and `N`.
+pub(super) fn versioned(arg: &Path) -> Option<(std::path::PathBuf, Table, u64)> {
     if arg.exists() {
         return None;
     }
-    let text = arg.to_str()?;
+    let (root, version) = split_version(arg.to_str()?)?;
+    let root = Path::new(root);
+    Table::at(root).map(|t| (root.to_path_buf(), t, version))
+}
+
+/// A URL naming a version of a table in storage, `TABLE@vN`, when
+/// `TABLE/_delta_log/` or `TABLE/metadata/` holds objects: the table's
+/// URL, kind and `N`.
+pub(super) fn versioned_url(url: &str) -> Option<(&str, Table, u64)> {
+    let (root, version) = split_version(url)?;
+    let base = root.trim_end_matches('/');
+    for (folder, table) in [("_delta_log", Table::Delta), ("metadata", Table::Iceberg)] {
+        let listed = crate::source::storage::remote::list_with_hidden(&format!("{base}/{folder}/")).ok()?;
+        if !listed.is_empty() {
+            return Some((root, table, version));
+        }
+    }
+    None
+}
+
+/// `TABLE@vN` as `TABLE` and `N`.
+fn split_version(text: &str) -> Option<(&str, u64)> {
     let (root, version) = text.rsplit_once("@v")?;
     if version.is_empty() || !version.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let root = Path::new(root);
-    (Table::at(root) == Some(Table::Delta)).then(|| version.parse().ok().map(|v| (root.to_path_buf(), v)))?
-}
-
-/// A URL naming a version of a Delta table in storage, `TABLE@vN`, when
-/// `TABLE/_delta_log/` holds objects: the table's URL and `N`.
-pub(super) fn versioned_url(url: &str) -> Option<(&str, u64)> {
-    let (root, version) = url.rsplit_once("@v")?;
-    if version.is_empty() || !version.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let version = version.parse().ok()?;
-    let log = format!("{}/_delta_log/", root.trim_end_matches('/'));
-    let listed = crate::source::storage::remote::list_with_hidden(&log).ok()?;
-    (!listed.is_empty()).then_some((root, version))
-}
-
-/// Where a search met a table it cannot read as a snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Met {
-    /// A PATH or a listing names the table's root.
-    Root,
-    /// A PATH or a glob's match lies inside the table.
-    Inside,
+    Some((root, version.parse().ok()?))
 }
 
 /// Whether a file named `name` is an Iceberg table's metadata file
@@ -174,22 +227,31 @@ pub(super) fn is_iceberg_metadata(name: &str) -> bool {
     name.ends_with(".metadata.json") || name.ends_with(".metadata.json.gz") || name.ends_with(".gz.metadata.json")
 }
 
+/// The Iceberg table a named metadata file (`TABLE/metadata/vN.metadata.json`)
+/// is read as: the table's root.
+pub(super) fn metadata_file(path: &Path) -> Option<&Path> {
+    let name = path.file_name()?.to_string_lossy();
+    let dir = path.parent()?;
+    (is_iceberg_metadata(&name) && dir.file_name()? == "metadata").then(|| dir.parent())?
+}
+
 /// Why a named file is not data: a Delta log entry or checkpoint, or an
-/// Iceberg metadata file.
+/// Iceberg manifest or manifest list (a metadata file is read as its
+/// table, [`metadata_file`]).
 pub(super) fn not_data(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_string_lossy();
     let parent = path.parent().and_then(Path::file_name).map(|n| n.to_string_lossy());
-    if parent.as_deref() == Some("_delta_log") {
-        let root = path.parent().and_then(Path::parent);
-        return Some(format!(
-            "a file of a Delta Lake table's log, not data; {}",
-            match root {
-                Some(r) if !r.as_os_str().is_empty() => format!("the table is {}", r.display()),
-                _ => "name the table's folder".to_string(),
-            }
-        ));
+    let table = match path.parent().and_then(Path::parent) {
+        Some(r) if !r.as_os_str().is_empty() => format!("the table is {}", r.display()),
+        _ => "name the table's folder".to_string(),
+    };
+    match parent.as_deref() {
+        Some("_delta_log") => Some(format!("a file of a Delta Lake table's log, not data; {table}")),
+        Some("metadata") if name.ends_with(".avro") || name == "version-hint.text" => Some(format!(
+            "a file of an Apache Iceberg table's metadata, not data; {table}"
+        )),
+        _ => None,
     }
-    is_iceberg_metadata(&name).then(|| Table::Iceberg.refusal(Met::Inside))
 }
 
 #[cfg(test)]
@@ -219,7 +281,8 @@ mod tests {
     #[test]
     fn log_and_metadata_files_are_not_data() {
         assert!(not_data(Path::new("t/_delta_log/00000000000000000001.json")).is_some());
-        assert!(not_data(Path::new("t/metadata/v2.metadata.json")).is_some());
+        assert!(not_data(Path::new("t/metadata/snap-1-0-ab.avro")).is_some());
+        assert!(not_data(Path::new("t/metadata/v2.metadata.json")).is_none());
         assert!(not_data(Path::new("t/part-0.parquet")).is_none());
         assert!(not_data(Path::new("coco/instances.json")).is_none());
     }
