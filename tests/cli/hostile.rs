@@ -60,7 +60,7 @@ fn every_broken_file_is_its_own_error_and_good_files_are_still_checked() {
     // A table whose log cannot be read has no files; every other entry is one.
     let unread_tables = expected
         .keys()
-        .filter(|k| dir.join(k).join("_delta_log").is_dir())
+        .filter(|k| dir.join(k).join("_delta_log").is_dir() || dir.join(k).join("metadata").is_dir())
         .count();
     assert_eq!(report["files"], expected.len() - unread_tables + 2);
 }
@@ -81,8 +81,8 @@ def run(path):
     _, status, usage = os.wait4(p.pid, 0)
     peaks[os.path.relpath(path, corpus)] = [os.waitstatus_to_exitcode(status), usage.ru_maxrss]
 for root, dirs, files in os.walk(corpus):
-    # A Delta table is checked whole, as its snapshot.
-    if "_delta_log" in dirs:
+    # A Delta or Iceberg table is checked whole, as its snapshot.
+    if "_delta_log" in dirs or "metadata" in dirs:
         run(root)
         dirs.clear()
         continue
