@@ -1072,6 +1072,49 @@ fn an_iceberg_table_in_object_storage_reads_as_on_disk() {
     assert_eq!(remote["tables"][0]["format"], "iceberg");
     let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/wh/db/t@v1"], 1);
     assert_eq!(remote["rows"], 4, "{remote}");
+    // The manifest metrics settle the check of files no delete applies to
+    // (here every file of version 3, before the position delete): no
+    // request for them (one listing of the table shows they are there),
+    // the same report as a full scan reading every file.
+    env.write("wide.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    servers.reset(servers.proxy);
+    let proven = servers.check(&env, &["-s", "wide.yaml", "s3://bkt/wh/db/t@v3"], 0);
+    let log = servers.log(servers.proxy);
+    let data: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/data/")))
+        .collect();
+    assert!(data.is_empty(), "{data:?}");
+    assert_eq!(proven["rows"], 5);
+    let full = servers.check(&env, &["-s", "wide.yaml", "--full-scan", "s3://bkt/wh/db/t@v3"], 0);
+    assert_eq!(proven, full);
+    // At version 4 the delete file may apply to every file: each is read.
+    servers.reset(servers.proxy);
+    servers.check(&env, &["-s", "wide.yaml", "s3://bkt/wh/db/t/"], 0);
+    let log = servers.log(servers.proxy);
+    let read: std::collections::BTreeSet<&str> = log
+        .iter()
+        .filter_map(|r| r["path"].as_str().filter(|p| p.contains("/data/")))
+        .collect();
+    assert_eq!(read.len(), 2, "{log:?}");
+    // A data file storage lacks is still its error, proven or not.
+    let key = std::fs::read_dir(env.path("wh/db/t/data"))
+        .expect("data")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| read.iter().any(|r| r.ends_with(n.as_str())))
+        .expect("a live file");
+    env.python(&format!(
+        "import boto3\n\
+         s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{}', aws_access_key_id='test', \
+         aws_secret_access_key='test', region_name='us-east-1')\n\
+         s3.delete_object(Bucket='bkt', Key='wh/db/t/data/{key}')",
+        servers.moto
+    ));
+    let gone = servers.check(&env, &["-s", "wide.yaml", "s3://bkt/wh/db/t@v3"], 2);
+    let errs = errors(&gone);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].0.ends_with(&key), "{errs:?}");
 }
 
 /// A plan of an Iceberg table pins its snapshot in every unit: units

@@ -23,7 +23,7 @@ use crate::source::read::Source;
 use crate::source::storage;
 
 /// Field ids of a position delete file's columns.
-const FILE_PATH: i32 = 2147483546;
+pub(super) const FILE_PATH: i32 = 2147483546;
 const POS: i32 = 2147483545;
 /// The most rows one deletion vector may delete.
 const MAX_VECTOR: u64 = 1 << 28;
@@ -412,7 +412,7 @@ fn matching(
 }
 
 /// The Arrow type a primitive Iceberg type reads as.
-fn arrow_type(primitive: &str) -> Option<DataType> {
+pub(super) fn arrow_type(primitive: &str) -> Option<DataType> {
     let utc = Some("+00:00".into());
     Some(match primitive.trim() {
         "boolean" => DataType::Boolean,

@@ -188,6 +188,12 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             label: None,
         });
     }
+    // Which data files storage holds, for those whose manifest metrics
+    // settle a check (never opened, [`Summarized`]): one listing of the
+    // table's objects (its sizes kept), not a request per file.
+    if remote && !files.is_empty() {
+        storage::remote::list_with_hidden(&format!("{}/", places.root.to_string_lossy().trim_end_matches('/')))?;
+    }
     Ok(Read {
         version,
         snapshot_id: Some(shown_id),
@@ -333,6 +339,15 @@ pub(super) struct Entry {
     /// The path every row of a position delete file names, when its bounds
     /// say it names one.
     one_path: Option<String>,
+    /// Rows stored in the file, deleted or not.
+    record_count: i64,
+    /// The file's column metrics, by field id: values (nulls included),
+    /// nulls, and the lower and upper bounds (Iceberg's single-value
+    /// serialization).
+    value_counts: HashMap<i32, i64>,
+    null_counts: HashMap<i32, i64>,
+    lower_bounds: HashMap<i32, Vec<u8>>,
+    upper_bounds: HashMap<i32, Vec<u8>>,
 }
 
 /// The live entries (status 0 existing, 1 added; 2 deleted is history).
@@ -376,6 +391,11 @@ fn entries(m: &Manifest, format_version: i64) -> Result<Vec<Entry>, String> {
         find(125, "lower_bounds"),
         find(128, "upper_bounds"),
         find(131, "key_metadata"),
+    );
+    let (count_at, values_at, nulls_at) = (
+        find(103, "record_count"),
+        find(109, "value_counts"),
+        find(110, "null_value_counts"),
     );
     let partition_ids: Vec<Option<i32>> = match partition_at.map(|i| &df[i].schema) {
         Some(avro::Schema::Record(p)) => p.iter().map(|f| f.id).collect(),
@@ -428,26 +448,25 @@ fn entries(m: &Manifest, format_version: i64) -> Result<Vec<Entry>, String> {
                 .collect(),
             _ => Vec::new(),
         };
-        let bound = |i: Option<usize>| -> Option<Vec<u8>> {
-            match get(i)? {
-                avro::Value::Array(kv) => kv.iter().find_map(|p| match p {
-                    avro::Value::Record(kv) if kv.first().and_then(avro::Value::as_i64) == Some(2147483546) => {
-                        match kv.get(1) {
-                            Some(avro::Value::Bytes(b)) => Some(b.clone()),
-                            _ => None,
-                        }
-                    }
-                    _ => None,
-                }),
-                avro::Value::Map(kv) => kv.iter().find_map(|(k, v)| match v {
-                    avro::Value::Bytes(b) if k == "2147483546" => Some(b.clone()),
-                    _ => None,
-                }),
-                _ => None,
-            }
+        let count = |i| -> HashMap<i32, i64> {
+            by_id(get(i))
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v.as_i64()?)))
+                .collect()
         };
-        let one_path = match (bound(lower_at), bound(upper_at)) {
-            (Some(l), Some(u)) if l == u => String::from_utf8(l).ok(),
+        let bytes = |i| -> HashMap<i32, Vec<u8>> {
+            by_id(get(i))
+                .into_iter()
+                .filter_map(|(k, v)| match v {
+                    avro::Value::Bytes(b) => Some((k, b)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (lower_bounds, upper_bounds) = (bytes(lower_at), bytes(upper_at));
+        let file_path = deletes::FILE_PATH;
+        let one_path = match (lower_bounds.get(&file_path), upper_bounds.get(&file_path)) {
+            (Some(l), Some(u)) if l == u => String::from_utf8(l.clone()).ok(),
             _ => None,
         };
         out.push(Entry {
@@ -468,9 +487,33 @@ fn entries(m: &Manifest, format_version: i64) -> Result<Vec<Entry>, String> {
             content_offset: get(off_at).and_then(avro::Value::as_i64),
             content_size: get(size_at).and_then(avro::Value::as_i64),
             one_path,
+            record_count: get(count_at).and_then(avro::Value::as_i64).unwrap_or(-1),
+            value_counts: count(values_at),
+            null_counts: count(nulls_at),
+            lower_bounds,
+            upper_bounds,
         });
     }
     Ok(out)
+}
+
+/// An int-keyed map of a manifest entry (an Avro array of key-value
+/// records, or a map with the ids as string keys), by key.
+fn by_id(value: Option<&avro::Value>) -> HashMap<i32, avro::Value> {
+    match value {
+        Some(avro::Value::Array(pairs)) => pairs
+            .iter()
+            .filter_map(|p| match p {
+                avro::Value::Record(kv) => Some((i32::try_from(kv.first()?.as_i64()?).ok()?, kv.get(1)?.clone())),
+                _ => None,
+            })
+            .collect(),
+        Some(avro::Value::Map(pairs)) => pairs
+            .iter()
+            .filter_map(|(k, v)| Some((k.parse().ok()?, v.clone())))
+            .collect(),
+        _ => HashMap::new(),
+    }
 }
 
 /// The partition field ids the manifest's header gives, for partition
@@ -487,7 +530,7 @@ fn header_partition_ids(file: &avro::File) -> Vec<i32> {
 }
 
 /// One live data file of the snapshot, with the delete files that apply.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct LiveFile {
     table: Arc<Table>,
     path: PathBuf,
@@ -500,7 +543,20 @@ impl Opener for LiveFile {
         self.table.pinned.clone()
     }
 
+    /// The file as its manifest entry's metrics show it, when they show
+    /// every column stored and no delete applies ([`Summarized`]: a check
+    /// they settle costs no request for the file); else the file itself.
     fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
+        match Summarized::new(self, hints) {
+            Some(summarized) => Ok(Box::new(summarized)),
+            None => self.read(hints),
+        }
+    }
+}
+
+impl LiveFile {
+    /// The data file read through its table's view.
+    fn read(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
         let inner = crate::source::open_with(&self.path, hints)?;
         let ids = inner.field_ids();
         let has_ids = ids.iter().any(Option::is_some);
@@ -549,9 +605,7 @@ impl Opener for LiveFile {
             deleted,
         }))
     }
-}
 
-impl LiveFile {
     /// The value an identity partition gives column `c` in this file
     /// (a file without the column, as imported Hive files are).
     fn constant(&self, c: &metadata::Column) -> Result<Option<ArrayRef>, ReadError> {
@@ -562,5 +616,158 @@ impl LiveFile {
             return Ok(None);
         };
         deletes::scalar(c, value).map(Some)
+    }
+}
+
+/// A data file no delete applies to, seen first through its manifest
+/// entry: its columns (each stored in the file, as the entry's value counts
+/// show), their types, and for integer columns the entry's bounds and null
+/// counts as one unit's statistics, so a check they settle never opens the
+/// file (it is only seen to exist: a local file's metadata, an object in
+/// the table's listing). Anything else opens it and reads every unit of it
+/// as this one.
+///
+/// The bounds are the writer's: PyIceberg and Java take an integer
+/// column's from the Parquet footer's row group statistics (exact for the
+/// writers that write them), and Iceberg's are inclusive envelopes, so a
+/// proof by them holds; a string column's (truncated to 16 characters) are
+/// never used.
+struct Summarized {
+    live: LiveFile,
+    hints: Hints,
+    names: Vec<String>,
+    types: Vec<Option<arrow::datatypes::DataType>>,
+    stats: Vec<Option<crate::proof::UnitStats>>,
+    opened: std::sync::OnceLock<Result<Box<dyn Source>, ReadError>>,
+}
+
+impl Summarized {
+    fn new(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
+        let e = &live.entry;
+        let rows = u64::try_from(e.record_count).ok()?;
+        if !live.deletes.is_empty() || live.table.columns.iter().any(|c| !e.value_counts.contains_key(&c.id)) {
+            return None;
+        }
+        // A file storage lacks is opened, to be its error.
+        let there = match storage::remote::is_url(&live.path) {
+            true => storage::remote::listed_size(&live.path).is_some(),
+            false => live.path.is_file(),
+        };
+        if !there {
+            return None;
+        }
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        let mut stats = Vec::new();
+        for c in &live.table.columns {
+            names.push(c.name.clone());
+            let narrow = e.lower_bounds.get(&c.id).is_some_and(|b| b.len() == 4);
+            types.push(match c.primitive.as_deref() {
+                // A long column promoted from int keeps its 4-byte bounds and
+                // its files their int32 values.
+                Some("long") if narrow => Some(arrow::datatypes::DataType::Int32),
+                Some(p) => deletes::arrow_type(p),
+                None => None,
+            });
+            stats.push(integer_stats(c, e, rows));
+        }
+        Some(Summarized {
+            live: live.clone(),
+            hints: hints.clone(),
+            names,
+            types,
+            stats,
+            opened: std::sync::OnceLock::new(),
+        })
+    }
+
+    fn file(&self) -> Result<&dyn Source, ReadError> {
+        match self.opened.get_or_init(|| self.live.read(&self.hints)) {
+            Ok(source) => Ok(source.as_ref()),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+/// An integer column's bounds and null count as statistics of the whole
+/// file, when the entry has them.
+fn integer_stats(c: &metadata::Column, e: &Entry, rows: u64) -> Option<crate::proof::UnitStats> {
+    let decode = |b: &Vec<u8>| -> Option<i128> {
+        match (c.primitive.as_deref()?, b.len()) {
+            ("int" | "long", 4) => Some(i128::from(i32::from_le_bytes(b[..].try_into().ok()?))),
+            ("long", 8) => Some(i128::from(i64::from_le_bytes(b[..].try_into().ok()?))),
+            _ => None,
+        }
+    };
+    let min = decode(e.lower_bounds.get(&c.id)?)?;
+    let max = decode(e.upper_bounds.get(&c.id)?)?;
+    Some(crate::proof::UnitStats {
+        min,
+        max,
+        null_count: u64::try_from(*e.null_counts.get(&c.id)?).ok()?,
+        rows,
+        repeated: false,
+    })
+}
+
+impl Source for Summarized {
+    fn columns(&self) -> &[String] {
+        &self.names
+    }
+
+    fn units(&self) -> usize {
+        1
+    }
+
+    fn read(
+        &self,
+        _unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(crate::source::read::Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let file = self.file()?;
+        (0..file.units()).try_for_each(|u| file.read(u, projection, sink))
+    }
+
+    fn read_shapes(
+        &self,
+        _unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        sink: &mut dyn FnMut(crate::source::read::Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let file = self.file()?;
+        (0..file.units()).try_for_each(|u| file.read_shapes(u, projection, shapes, sink))
+    }
+
+    fn read_judged(
+        &self,
+        _unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        judges: &[Option<crate::proof::Judge>],
+        sink: &mut crate::source::read::JudgedSink<'_>,
+    ) -> Result<(), ReadError> {
+        let file = self.file()?;
+        (0..file.units()).try_for_each(|u| file.read_judged(u, projection, shapes, judges, sink))
+    }
+
+    fn unit_stats(&self, _unit: usize, column: usize) -> Option<crate::proof::UnitStats> {
+        self.stats.get(column).cloned().flatten()
+    }
+
+    fn stored_type(&self, column: usize) -> Option<arrow::datatypes::DataType> {
+        self.types.get(column).cloned().flatten()
+    }
+
+    fn label_names(&self, column: usize) -> Option<(Vec<Option<String>>, String)> {
+        self.file().ok()?.label_names(column)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        match self.opened.get() {
+            Some(Ok(file)) => file.notes(),
+            _ => Vec::new(),
+        }
     }
 }
