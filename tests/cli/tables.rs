@@ -370,6 +370,30 @@ fn a_delta_table_in_object_storage_reads_as_on_disk() {
             "v{v}"
         );
     }
+    // The log's statistics settle the check of files no deletion vector
+    // touches: no request for them (one listing of the table shows they
+    // are there), the same report as a full scan reading every file.
+    env.write("wide.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    servers.reset(servers.proxy);
+    let proven = servers.check(&env, &["-s", "wide.yaml", "s3://bkt/data/dt/"], 0);
+    let log = servers.log(servers.proxy);
+    let data: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with(".parquet")))
+        .collect();
+    assert!(data.is_empty(), "{data:?}");
+    assert_eq!(proven["rows"], 7);
+    let full = servers.check(&env, &["-s", "wide.yaml", "--full-scan", "s3://bkt/data/dt/"], 0);
+    assert_eq!(proven, full);
+    // Statistics prove no partition column: `pt`'s label is read.
+    servers.reset(servers.proxy);
+    servers.check(&env, &["-s", "wide.yaml", "s3://bkt/data/pt/"], 0);
+    let log = servers.log(servers.proxy);
+    assert!(
+        log.iter()
+            .any(|r| r["path"].as_str().is_some_and(|p| p.ends_with(".parquet"))),
+        "{log:?}"
+    );
 }
 
 /// `--table-version N` reads what `TABLE@vN` reads; `--as-of TIME` the

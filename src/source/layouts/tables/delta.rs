@@ -18,7 +18,7 @@ use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use url::Url;
 
 use super::TableAt;
-use super::view::{Column, TableFile};
+use super::view::{Column, Summarized, TableFile};
 use crate::error::ReadError;
 use crate::source::Hints;
 use crate::source::layouts::discover::{DataFile, Opener, Opens};
@@ -103,10 +103,12 @@ struct TableColumn {
 }
 
 /// One live data file of the snapshot.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct LiveFile {
     table: Arc<Table>,
     path: PathBuf,
+    /// Its statistics as the log records them (JSON).
+    stats: Option<String>,
     dv: DvInfo,
     partition_values: HashMap<String, String>,
 }
@@ -161,9 +163,11 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
     let version_read = snapshot.version();
     let scan = snapshot.scan_builder().build().map_err(kernel)?;
     let mut live: Vec<ScanFile> = Vec::new();
+    let mut stats = HashMap::new();
     for metadata in scan.scan_metadata(engine).map_err(kernel)? {
+        let metadata = metadata.map_err(kernel)?;
+        log_stats(&metadata.scan_files, &mut stats);
         live = metadata
-            .map_err(kernel)?
             .visit_scan_files(live, |v: &mut Vec<ScanFile>, f| v.push(f))
             .map_err(kernel)?;
     }
@@ -208,6 +212,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             opens: Some(Opens(Arc::new(LiveFile {
                 table: table.clone(),
                 path: path.clone(),
+                stats: stats.remove(&f.path),
                 dv: f.dv_info,
                 partition_values: f.partition_values,
             }))),
@@ -215,10 +220,45 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             label: None,
         });
     }
+    // Which data files storage holds, for those whose log statistics
+    // settle a check (never opened, [`summarized`]): one listing of the
+    // table's objects (its sizes kept), not a request per file.
+    if remote && !files.is_empty() {
+        crate::source::storage::remote::list_with_hidden(&format!(
+            "{}/",
+            root.to_string_lossy().trim_end_matches('/')
+        ))?;
+    }
     Ok(Read {
         version: version_read,
         files,
     })
+}
+
+/// The `stats` JSON of each selected file of a batch of scan metadata, by
+/// its path as the log writes it.
+fn log_stats(files: &delta_kernel::engine_data::FilteredEngineData, into: &mut HashMap<String, String>) {
+    use arrow::array::{Array, AsArray};
+    let Some(data) = files
+        .data()
+        .any_ref()
+        .downcast_ref::<delta_kernel::engine::arrow_data::ArrowEngineData>()
+    else {
+        return;
+    };
+    let batch = data.record_batch();
+    let (Some(paths), Some(stats)) = (batch.column_by_name("path"), batch.column_by_name("stats")) else {
+        return;
+    };
+    let (Some(paths), Some(stats)) = (paths.as_string_opt::<i32>(), stats.as_string_opt::<i32>()) else {
+        return;
+    };
+    let selected = files.selection_vector();
+    for i in 0..batch.num_rows() {
+        if selected.get(i).copied().unwrap_or(true) && paths.is_valid(i) && stats.is_valid(i) {
+            into.insert(paths.value(i).to_string(), stats.value(i).to_string());
+        }
+    }
 }
 
 fn kernel(e: delta_kernel::KernelError) -> String {
@@ -230,7 +270,71 @@ impl Opener for LiveFile {
         self.table.pinned.clone()
     }
 
+    /// The file as its log statistics show it, when they show every column
+    /// stored and no row deleted ([`summarized`]: a check they settle costs
+    /// no request for the file); else the file itself.
     fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
+        match summarized(self, hints) {
+            Some(summarized) => Ok(Box::new(summarized)),
+            None => self.read(hints),
+        }
+    }
+}
+
+/// A data file no deletion vector touches, as its log statistics show it
+/// ([`Summarized`]): the table's columns, each non-partition one counted
+/// in `nullCount` (so stored in the file), and for integer columns their
+/// `minValues`, `maxValues` and `nullCount` over `numRecords` rows. Delta
+/// writers take them from the data they write (delta-rs, Spark), exact for
+/// integers; strings (truncated) are never used, and a partition column
+/// is left to the file's reading.
+fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
+    if live.dv.has_vector() {
+        return None;
+    }
+    let stats: serde_json::Value = serde_json::from_str(live.stats.as_deref()?).ok()?;
+    let rows = stats.get("numRecords")?.as_u64()?;
+    let nulls = stats.get("nullCount")?;
+    let there = match crate::source::storage::remote::is_url(&live.path) {
+        true => crate::source::storage::remote::listed_size(&live.path).is_some(),
+        false => live.path.is_file(),
+    };
+    if !there {
+        return None;
+    }
+    let mut columns = Vec::new();
+    for c in &live.table.columns {
+        if c.partition {
+            columns.push((c.name.clone(), None, None));
+            continue;
+        }
+        let null_count = nulls.get(&c.physical)?;
+        let stored = match c.data_type {
+            DataType::BYTE => Some(arrow::datatypes::DataType::Int8),
+            DataType::SHORT => Some(arrow::datatypes::DataType::Int16),
+            DataType::INTEGER => Some(arrow::datatypes::DataType::Int32),
+            DataType::LONG => Some(arrow::datatypes::DataType::Int64),
+            _ => None,
+        };
+        let bound = |key: &str| stats.get(key)?.get(&c.physical)?.as_i64().map(i128::from);
+        let integer = stored.is_some().then(|| {
+            Some(crate::proof::UnitStats {
+                min: bound("minValues")?,
+                max: bound("maxValues")?,
+                null_count: null_count.as_u64()?,
+                rows,
+                repeated: false,
+            })
+        });
+        columns.push((c.name.clone(), stored, integer.flatten()));
+    }
+    let (live, hints) = (live.clone(), hints.clone());
+    Some(Summarized::new(columns, Box::new(move || live.read(&hints))))
+}
+
+impl LiveFile {
+    /// The data file read through its table's view.
+    fn read(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
         let inner = crate::source::open_with(&self.path, hints)?;
         let engine: &dyn Engine = self.table.engine.as_ref();
         let mut deleted = self

@@ -234,3 +234,118 @@ impl Source for TableFile {
         self.inner.notes()
     }
 }
+
+/// What opens a data file when a check needs it.
+pub(super) type Open = Box<dyn Fn() -> Result<Box<dyn Source>, ReadError> + Send + Sync>;
+
+/// A data file seen first through its table's own metrics (a Delta log's
+/// statistics, an Iceberg manifest's column metrics): its columns, their
+/// stored types and, where the table keeps exact integer bounds, the
+/// statistics of the whole file as one unit. A check they settle never
+/// opens the file: no request for it. Anything else opens it and reads
+/// every unit of it as this one.
+///
+/// Why: the scanner proves units by statistics before reading them, but a
+/// Parquet file's own statistics are in its footer, a request per file in
+/// object storage; a table's log or manifests already hold them.
+pub(super) struct Summarized {
+    names: Vec<String>,
+    types: Vec<Option<arrow::datatypes::DataType>>,
+    stats: Vec<Option<UnitStats>>,
+    open: Open,
+    opened: std::sync::OnceLock<Result<Box<dyn Source>, ReadError>>,
+}
+
+impl Summarized {
+    /// A file of `columns` (name, stored type, statistics), opened by `open`
+    /// when read.
+    pub(super) fn new(
+        columns: Vec<(String, Option<arrow::datatypes::DataType>, Option<UnitStats>)>,
+        open: Open,
+    ) -> Summarized {
+        let mut names = Vec::with_capacity(columns.len());
+        let mut types = Vec::with_capacity(columns.len());
+        let mut stats = Vec::with_capacity(columns.len());
+        for (n, t, s) in columns {
+            names.push(n);
+            types.push(t);
+            stats.push(s);
+        }
+        Summarized {
+            names,
+            types,
+            stats,
+            open,
+            opened: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn file(&self) -> Result<&dyn Source, ReadError> {
+        match self.opened.get_or_init(|| (self.open)()) {
+            Ok(source) => Ok(source.as_ref()),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+impl Source for Summarized {
+    fn columns(&self) -> &[String] {
+        &self.names
+    }
+
+    fn units(&self) -> usize {
+        1
+    }
+
+    fn read(
+        &self,
+        _unit: usize,
+        projection: &[usize],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let file = self.file()?;
+        (0..file.units()).try_for_each(|u| file.read(u, projection, sink))
+    }
+
+    fn read_shapes(
+        &self,
+        _unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        sink: &mut dyn FnMut(Batch) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let file = self.file()?;
+        (0..file.units()).try_for_each(|u| file.read_shapes(u, projection, shapes, sink))
+    }
+
+    fn read_judged(
+        &self,
+        _unit: usize,
+        projection: &[usize],
+        shapes: &[bool],
+        judges: &[Option<Judge>],
+        sink: &mut JudgedSink<'_>,
+    ) -> Result<(), ReadError> {
+        let file = self.file()?;
+        (0..file.units()).try_for_each(|u| file.read_judged(u, projection, shapes, judges, sink))
+    }
+
+    fn unit_stats(&self, _unit: usize, column: usize) -> Option<UnitStats> {
+        self.stats.get(column).cloned().flatten()
+    }
+
+    fn stored_type(&self, column: usize) -> Option<arrow::datatypes::DataType> {
+        self.types.get(column).cloned().flatten()
+    }
+
+    fn label_names(&self, column: usize) -> Option<(Vec<Option<String>>, String)> {
+        self.file().ok()?.label_names(column)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        match self.opened.get() {
+            Some(Ok(file)) => file.notes(),
+            _ => Vec::new(),
+        }
+    }
+}

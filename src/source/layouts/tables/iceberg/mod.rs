@@ -23,7 +23,7 @@ use std::sync::Arc;
 use arrow::array::ArrayRef;
 
 use super::TableAt;
-use super::view::{Column, TableFile};
+use super::view::{Column, Summarized, TableFile};
 use crate::error::ReadError;
 use crate::source::Hints;
 use crate::source::layouts::discover::{DataFile, Opener, Opens};
@@ -544,10 +544,10 @@ impl Opener for LiveFile {
     }
 
     /// The file as its manifest entry's metrics show it, when they show
-    /// every column stored and no delete applies ([`Summarized`]: a check
+    /// every column stored and no delete applies ([`summarized`]: a check
     /// they settle costs no request for the file); else the file itself.
     fn open(&self, hints: &Hints) -> Result<Box<dyn Source>, ReadError> {
-        match Summarized::new(self, hints) {
+        match summarized(self, hints) {
             Some(summarized) => Ok(Box::new(summarized)),
             None => self.read(hints),
         }
@@ -619,74 +619,41 @@ impl LiveFile {
     }
 }
 
-/// A data file no delete applies to, seen first through its manifest
-/// entry: its columns (each stored in the file, as the entry's value counts
-/// show), their types, and for integer columns the entry's bounds and null
-/// counts as one unit's statistics, so a check they settle never opens the
-/// file (it is only seen to exist: a local file's metadata, an object in
-/// the table's listing). Anything else opens it and reads every unit of it
-/// as this one.
-///
-/// The bounds are the writer's: PyIceberg and Java take an integer
-/// column's from the Parquet footer's row group statistics (exact for the
-/// writers that write them), and Iceberg's are inclusive envelopes, so a
-/// proof by them holds; a string column's (truncated to 16 characters) are
-/// never used.
-struct Summarized {
-    live: LiveFile,
-    hints: Hints,
-    names: Vec<String>,
-    types: Vec<Option<arrow::datatypes::DataType>>,
-    stats: Vec<Option<crate::proof::UnitStats>>,
-    opened: std::sync::OnceLock<Result<Box<dyn Source>, ReadError>>,
-}
-
-impl Summarized {
-    fn new(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
-        let e = &live.entry;
-        let rows = u64::try_from(e.record_count).ok()?;
-        if !live.deletes.is_empty() || live.table.columns.iter().any(|c| !e.value_counts.contains_key(&c.id)) {
-            return None;
-        }
-        // A file storage lacks is opened, to be its error.
-        let there = match storage::remote::is_url(&live.path) {
-            true => storage::remote::listed_size(&live.path).is_some(),
-            false => live.path.is_file(),
+/// A data file no delete applies to, as its manifest entry shows it
+/// ([`Summarized`]): its columns (each stored in the file, as the entry's
+/// value counts show), their types, and for integer columns the entry's
+/// bounds and null counts. The bounds are the writer's: PyIceberg and Java
+/// take an integer column's from the Parquet footer's row group
+/// statistics, and Iceberg's are inclusive envelopes, so a proof by them
+/// holds; a string column's (truncated to 16 characters) are never used.
+fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
+    let e = &live.entry;
+    let rows = u64::try_from(e.record_count).ok()?;
+    if !live.deletes.is_empty() || live.table.columns.iter().any(|c| !e.value_counts.contains_key(&c.id)) {
+        return None;
+    }
+    // A file storage lacks is opened, to be its error.
+    let there = match storage::remote::is_url(&live.path) {
+        true => storage::remote::listed_size(&live.path).is_some(),
+        false => live.path.is_file(),
+    };
+    if !there {
+        return None;
+    }
+    let mut columns = Vec::new();
+    for c in &live.table.columns {
+        let narrow = e.lower_bounds.get(&c.id).is_some_and(|b| b.len() == 4);
+        let stored = match c.primitive.as_deref() {
+            // A long column promoted from int keeps its 4-byte bounds and
+            // its files their int32 values.
+            Some("long") if narrow => Some(arrow::datatypes::DataType::Int32),
+            Some(p) => deletes::arrow_type(p),
+            None => None,
         };
-        if !there {
-            return None;
-        }
-        let mut names = Vec::new();
-        let mut types = Vec::new();
-        let mut stats = Vec::new();
-        for c in &live.table.columns {
-            names.push(c.name.clone());
-            let narrow = e.lower_bounds.get(&c.id).is_some_and(|b| b.len() == 4);
-            types.push(match c.primitive.as_deref() {
-                // A long column promoted from int keeps its 4-byte bounds and
-                // its files their int32 values.
-                Some("long") if narrow => Some(arrow::datatypes::DataType::Int32),
-                Some(p) => deletes::arrow_type(p),
-                None => None,
-            });
-            stats.push(integer_stats(c, e, rows));
-        }
-        Some(Summarized {
-            live: live.clone(),
-            hints: hints.clone(),
-            names,
-            types,
-            stats,
-            opened: std::sync::OnceLock::new(),
-        })
+        columns.push((c.name.clone(), stored, integer_stats(c, e, rows)));
     }
-
-    fn file(&self) -> Result<&dyn Source, ReadError> {
-        match self.opened.get_or_init(|| self.live.read(&self.hints)) {
-            Ok(source) => Ok(source.as_ref()),
-            Err(e) => Err(e.clone()),
-        }
-    }
+    let (live, hints) = (live.clone(), hints.clone());
+    Some(Summarized::new(columns, Box::new(move || live.read(&hints))))
 }
 
 /// An integer column's bounds and null count as statistics of the whole
@@ -708,66 +675,4 @@ fn integer_stats(c: &metadata::Column, e: &Entry, rows: u64) -> Option<crate::pr
         rows,
         repeated: false,
     })
-}
-
-impl Source for Summarized {
-    fn columns(&self) -> &[String] {
-        &self.names
-    }
-
-    fn units(&self) -> usize {
-        1
-    }
-
-    fn read(
-        &self,
-        _unit: usize,
-        projection: &[usize],
-        sink: &mut dyn FnMut(crate::source::read::Batch) -> Result<(), ReadError>,
-    ) -> Result<(), ReadError> {
-        let file = self.file()?;
-        (0..file.units()).try_for_each(|u| file.read(u, projection, sink))
-    }
-
-    fn read_shapes(
-        &self,
-        _unit: usize,
-        projection: &[usize],
-        shapes: &[bool],
-        sink: &mut dyn FnMut(crate::source::read::Batch) -> Result<(), ReadError>,
-    ) -> Result<(), ReadError> {
-        let file = self.file()?;
-        (0..file.units()).try_for_each(|u| file.read_shapes(u, projection, shapes, sink))
-    }
-
-    fn read_judged(
-        &self,
-        _unit: usize,
-        projection: &[usize],
-        shapes: &[bool],
-        judges: &[Option<crate::proof::Judge>],
-        sink: &mut crate::source::read::JudgedSink<'_>,
-    ) -> Result<(), ReadError> {
-        let file = self.file()?;
-        (0..file.units()).try_for_each(|u| file.read_judged(u, projection, shapes, judges, sink))
-    }
-
-    fn unit_stats(&self, _unit: usize, column: usize) -> Option<crate::proof::UnitStats> {
-        self.stats.get(column).cloned().flatten()
-    }
-
-    fn stored_type(&self, column: usize) -> Option<arrow::datatypes::DataType> {
-        self.types.get(column).cloned().flatten()
-    }
-
-    fn label_names(&self, column: usize) -> Option<(Vec<Option<String>>, String)> {
-        self.file().ok()?.label_names(column)
-    }
-
-    fn notes(&self) -> Vec<String> {
-        match self.opened.get() {
-            Some(Ok(file)) => file.notes(),
-            _ => Vec::new(),
-        }
-    }
 }
