@@ -4,6 +4,13 @@
 //! object storage, checked against the writer's own reading of it; a table
 //! that cannot be read is an error naming it, and none of its files is
 //! read as a loose file.
+//!
+//! Spark itself (in the test venv for the Spark helper) writes no table
+//! here: its Delta and Iceberg connectors are Maven jars, and Maven is not
+//! among the registries this machine reaches. Spark- and Databricks-written
+//! Delta tables come from the Delta kernel's own test tables
+//! (tests/fixtures/delta); Iceberg delete files PyIceberg cannot write are
+//! committed through its own manifest writers ([`ICEBERG`]).
 
 use serde_json::Value;
 
