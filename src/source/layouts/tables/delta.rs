@@ -220,15 +220,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             label: None,
         });
     }
-    // Which data files storage holds, for those whose log statistics
-    // settle a check (never opened, [`summarized`]): one listing of the
-    // table's objects (its sizes kept), not a request per file.
-    if remote && !files.is_empty() {
-        crate::source::storage::remote::list_with_hidden(&format!(
-            "{}/",
-            root.to_string_lossy().trim_end_matches('/')
-        ))?;
-    }
+    super::list_unless_listed(root, &files)?;
     Ok(Read {
         version: version_read,
         files,

@@ -126,6 +126,19 @@ pub(crate) fn read(root: &Path, shown: &str, kind: Table, at: Option<TableAt>) -
     Ok((snapshot, files))
 }
 
+/// Which data files of a table in object storage are there, for those
+/// whose table metrics settle a check and so are never opened
+/// ([`view::Summarized`]): the sizes of the table's objects from one
+/// listing (not a request per file), unless a listing that found the table
+/// already gave them.
+fn list_unless_listed(root: &Path, files: &[super::discover::DataFile]) -> Result<(), String> {
+    use crate::source::storage::remote;
+    if files.iter().all(|f| !remote::is_url(&f.path) || remote::listed_size(&f.path).is_some()) {
+        return Ok(());
+    }
+    remote::list_with_hidden(&format!("{}/", root.to_string_lossy().trim_end_matches('/'))).map(drop)
+}
+
 /// Which kind of table a folder is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Table {

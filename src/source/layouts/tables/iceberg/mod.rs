@@ -31,6 +31,9 @@ use crate::source::read::Source;
 use crate::source::storage;
 use deletes::Delete;
 
+/// Manifests of a table in object storage read at once.
+const REMOTE_MANIFESTS: usize = 32;
+
 /// The largest manifest list or manifest read.
 const MAX_MANIFEST: u64 = 512 << 20;
 
@@ -148,10 +151,21 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
     let manifests = manifests(&meta, snapshot, &places)?;
     let entries: Vec<Vec<Entry>> = {
         use rayon::prelude::*;
-        manifests
-            .par_iter()
-            .map(|m| entries(m, meta.format_version))
-            .collect::<Result<_, String>>()?
+        let read = || {
+            manifests
+                .par_iter()
+                .map(|m| entries(m, meta.format_version))
+                .collect::<Result<_, String>>()
+        };
+        // Manifests in object storage wait on the network: many at once.
+        match remote {
+            true => rayon::ThreadPoolBuilder::new()
+                .num_threads(REMOTE_MANIFESTS)
+                .build()
+                .map_err(|e| e.to_string())?
+                .install(read)?,
+            false => read()?,
+        }
     };
     let mut data = Vec::new();
     let mut deletes = Vec::new();
@@ -188,12 +202,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             label: None,
         });
     }
-    // Which data files storage holds, for those whose manifest metrics
-    // settle a check (never opened, [`Summarized`]): one listing of the
-    // table's objects (its sizes kept), not a request per file.
-    if remote && !files.is_empty() {
-        storage::remote::list_with_hidden(&format!("{}/", places.root.to_string_lossy().trim_end_matches('/')))?;
-    }
+    super::list_unless_listed(&places.root, &files)?;
     Ok(Read {
         version,
         snapshot_id: Some(shown_id),
