@@ -320,8 +320,8 @@ fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
         });
         columns.push((c.name.clone(), stored, integer.flatten()));
     }
-    let (live, hints) = (live.clone(), hints.clone());
-    Some(Summarized::new(columns, Box::new(move || live.read(&hints))))
+    let (live, opening) = (live.clone(), hints.clone());
+    Summarized::new(columns, hints, Box::new(move || live.read(&opening)))
 }
 
 impl LiveFile {

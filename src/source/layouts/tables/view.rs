@@ -258,11 +258,21 @@ pub(super) struct Summarized {
 
 impl Summarized {
     /// A file of `columns` (name, stored type, statistics), opened by `open`
-    /// when read.
+    /// when read; `None` when a column the schema names (`hints`) has no
+    /// statistics, so the file must be read anyway: it is then opened as
+    /// itself, its units (row groups) checked in parallel.
     pub(super) fn new(
         columns: Vec<(String, Option<arrow::datatypes::DataType>, Option<UnitStats>)>,
+        hints: &crate::source::Hints,
         open: Open,
-    ) -> Summarized {
+    ) -> Option<Summarized> {
+        let unsettled = hints
+            .columns
+            .iter()
+            .any(|name| columns.iter().any(|(n, _, stats)| n == name && stats.is_none()));
+        if unsettled {
+            return None;
+        }
         let mut names = Vec::with_capacity(columns.len());
         let mut types = Vec::with_capacity(columns.len());
         let mut stats = Vec::with_capacity(columns.len());
@@ -271,13 +281,13 @@ impl Summarized {
             types.push(t);
             stats.push(s);
         }
-        Summarized {
+        Some(Summarized {
             names,
             types,
             stats,
             open,
             opened: std::sync::OnceLock::new(),
-        }
+        })
     }
 
     fn file(&self) -> Result<&dyn Source, ReadError> {

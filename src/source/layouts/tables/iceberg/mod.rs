@@ -661,8 +661,8 @@ fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
         };
         columns.push((c.name.clone(), stored, integer_stats(c, e, rows)));
     }
-    let (live, hints) = (live.clone(), hints.clone());
-    Some(Summarized::new(columns, Box::new(move || live.read(&hints))))
+    let (live, opening) = (live.clone(), hints.clone());
+    Summarized::new(columns, hints, Box::new(move || live.read(&opening)))
 }
 
 /// An integer column's bounds and null count as statistics of the whole
