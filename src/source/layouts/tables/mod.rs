@@ -133,7 +133,10 @@ pub(crate) fn read(root: &Path, shown: &str, kind: Table, at: Option<TableAt>) -
 /// already gave them.
 fn list_unless_listed(root: &Path, files: &[super::discover::DataFile]) -> Result<(), String> {
     use crate::source::storage::remote;
-    if files.iter().all(|f| !remote::is_url(&f.path) || remote::listed_size(&f.path).is_some()) {
+    if files
+        .iter()
+        .all(|f| !remote::is_url(&f.path) || remote::listed_size(&f.path).is_some())
+    {
         return Ok(());
     }
     remote::list_with_hidden(&format!("{}/", root.to_string_lossy().trim_end_matches('/'))).map(drop)
