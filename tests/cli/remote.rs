@@ -928,6 +928,7 @@ fn the_broken_corpus_from_s3_fails_as_it_does_locally() {
                 "expected.json",
                 "mds_no_index",
                 "delta_missing_file",
+                "iceberg_missing_file",
             ]
             .contains(&n.as_str())
         })
