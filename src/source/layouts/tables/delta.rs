@@ -287,13 +287,6 @@ fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
     let stats: serde_json::Value = serde_json::from_str(live.stats.as_deref()?).ok()?;
     let rows = stats.get("numRecords")?.as_u64()?;
     let nulls = stats.get("nullCount")?;
-    let there = match crate::source::storage::remote::is_url(&live.path) {
-        true => crate::source::storage::remote::listed_size(&live.path).is_some(),
-        false => live.path.is_file(),
-    };
-    if !there {
-        return None;
-    }
     let mut columns = Vec::new();
     for c in &live.table.columns {
         if c.partition {
@@ -320,8 +313,8 @@ fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
         });
         columns.push((c.name.clone(), stored, integer.flatten()));
     }
-    let (live, opening) = (live.clone(), hints.clone());
-    Summarized::new(columns, hints, Box::new(move || live.read(&opening)))
+    let (file, opening) = (live.clone(), hints.clone());
+    Summarized::new(columns, &live.path, hints, Box::new(move || file.read(&opening)))
 }
 
 impl LiveFile {

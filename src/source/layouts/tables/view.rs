@@ -257,15 +257,26 @@ pub(super) struct Summarized {
 }
 
 impl Summarized {
-    /// A file of `columns` (name, stored type, statistics), opened by `open`
-    /// when read; `None` when a column the schema names (`hints`) has no
-    /// statistics, so the file must be read anyway: it is then opened as
-    /// itself, its units (row groups) checked in parallel.
+    /// The file at `path`, of `columns` (name, stored type, statistics),
+    /// opened by `open` when read; `None` when a column the schema names
+    /// (`hints`) has no statistics, so the file must be read anyway (it is
+    /// then opened as itself, its units checked in parallel), or when
+    /// storage lacks the file (opened, to be its error). Existence costs no
+    /// request: a local file's metadata, or the table's listing.
     pub(super) fn new(
         columns: Vec<(String, Option<arrow::datatypes::DataType>, Option<UnitStats>)>,
+        path: &std::path::Path,
         hints: &crate::source::Hints,
         open: Open,
     ) -> Option<Summarized> {
+        use crate::source::storage::remote;
+        let there = match remote::is_url(path) {
+            true => remote::listed_size(path).is_some(),
+            false => path.is_file(),
+        };
+        if !there {
+            return None;
+        }
         let unsettled = hints
             .columns
             .iter()

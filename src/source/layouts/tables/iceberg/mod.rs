@@ -641,14 +641,6 @@ fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
     if !live.deletes.is_empty() || live.table.columns.iter().any(|c| !e.value_counts.contains_key(&c.id)) {
         return None;
     }
-    // A file storage lacks is opened, to be its error.
-    let there = match storage::remote::is_url(&live.path) {
-        true => storage::remote::listed_size(&live.path).is_some(),
-        false => live.path.is_file(),
-    };
-    if !there {
-        return None;
-    }
     let mut columns = Vec::new();
     for c in &live.table.columns {
         let narrow = e.lower_bounds.get(&c.id).is_some_and(|b| b.len() == 4);
@@ -661,8 +653,8 @@ fn summarized(live: &LiveFile, hints: &Hints) -> Option<Summarized> {
         };
         columns.push((c.name.clone(), stored, integer_stats(c, e, rows)));
     }
-    let (live, opening) = (live.clone(), hints.clone());
-    Summarized::new(columns, hints, Box::new(move || live.read(&opening)))
+    let (file, opening) = (live.clone(), hints.clone());
+    Summarized::new(columns, &live.path, hints, Box::new(move || file.read(&opening)))
 }
 
 /// An integer column's bounds and null count as statistics of the whole
