@@ -407,36 +407,12 @@ fn decode(r: &mut Cursor<'_>, schema: &Schema, depth: usize) -> Result<Value, St
                 .ok_or_else(|| format!("union branch {i} of {}", branches.len()))?;
             decode(r, branch, depth + 1)?
         }
-        Schema::Array(items) => {
-            let mut out = Vec::new();
-            loop {
-                let n = r.block_count()?;
-                if n == 0 {
-                    break;
-                }
-                out.reserve(n);
-                for _ in 0..n {
-                    out.push(decode(r, items, depth + 1)?);
-                }
-            }
-            Value::Array(out)
-        }
-        Schema::Map(values) => {
-            let mut out = Vec::new();
-            loop {
-                let n = r.block_count()?;
-                if n == 0 {
-                    break;
-                }
-                out.reserve(n);
-                for _ in 0..n {
-                    let len = r.len()?;
-                    let key = String::from_utf8(r.take(len)?.to_vec()).map_err(|_| "a map key is not UTF-8")?;
-                    out.push((key, decode(r, values, depth + 1)?));
-                }
-            }
-            Value::Map(out)
-        }
+        Schema::Array(items) => Value::Array(blocks(r, |r| decode(r, items, depth + 1))?),
+        Schema::Map(values) => Value::Map(blocks(r, |r| {
+            let len = r.len()?;
+            let key = String::from_utf8(r.take(len)?.to_vec()).map_err(|_| "a map key is not UTF-8")?;
+            Ok((key, decode(r, values, depth + 1)?))
+        })?),
         Schema::Record(fields) => Value::Record(
             fields
                 .iter()
@@ -444,6 +420,24 @@ fn decode(r: &mut Cursor<'_>, schema: &Schema, depth: usize) -> Result<Value, St
                 .collect::<Result<_, _>>()?,
         ),
     })
+}
+
+/// The items of an array or map: blocks of items, until a block of none.
+fn blocks<'a, T>(
+    r: &mut Cursor<'a>,
+    mut item: impl FnMut(&mut Cursor<'a>) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    loop {
+        let n = r.block_count()?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.reserve(n);
+        for _ in 0..n {
+            out.push(item(r)?);
+        }
+    }
 }
 
 #[cfg(test)]
