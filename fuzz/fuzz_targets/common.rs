@@ -49,3 +49,12 @@ pub fn install_hook() {
         inner(info);
     }));
 }
+
+/// A u32 LE length and that many bytes (fewer if the input ends), and the
+/// rest: how the table targets cut one input into files.
+#[allow(dead_code)]
+pub fn take(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = data.split_first_chunk::<4>()?;
+    let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+    Some(rest.split_at(len))
+}

@@ -21,13 +21,13 @@ fuzz_target!(|data: &[u8]| {
         common::install_hook();
         common::validator()
     });
-    let Some((metadata, rest)) = take(data) else {
+    let Some((metadata, rest)) = common::take(data) else {
         return;
     };
-    let Some((list, rest)) = take(rest) else {
+    let Some((list, rest)) = common::take(rest) else {
         return;
     };
-    let Some((manifest, parquet)) = take(rest) else {
+    let Some((manifest, parquet)) = common::take(rest) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("preflight-fuzz-iceberg-{}", std::process::id()));
@@ -41,10 +41,3 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(dir.join("data").join("part-0.parquet"), parquet).expect("write the data file");
     preflight::fuzzing::check_folder(validator, &dir);
 });
-
-/// A u32 LE length and that many bytes (fewer if the input ends), and the rest.
-fn take(data: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (len, rest) = data.split_first_chunk::<4>()?;
-    let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
-    Some(rest.split_at(len))
-}

@@ -18,10 +18,10 @@ fuzz_target!(|data: &[u8]| {
         common::install_hook();
         common::validator()
     });
-    let Some((commit, rest)) = take(data) else {
+    let Some((commit, rest)) = common::take(data) else {
         return;
     };
-    let Some((checkpoint, parquet)) = take(rest) else {
+    let Some((checkpoint, parquet)) = common::take(rest) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("preflight-fuzz-table-{}", std::process::id()));
@@ -35,10 +35,3 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(dir.join("part-0.parquet"), parquet).expect("write the data file");
     preflight::fuzzing::check_folder(validator, &dir);
 });
-
-/// A u32 LE length and that many bytes (fewer if the input ends), and the rest.
-fn take(data: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (len, rest) = data.split_first_chunk::<4>()?;
-    let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
-    Some(rest.split_at(len))
-}
