@@ -254,12 +254,19 @@ fn a_listed_stats_proven_file_costs_one_get() {
     // The footer GET is a bounded range (the size came from the listing).
     let range = stats[0]["range"].as_str().expect("a range");
     assert!(!range.starts_with("bytes=-"), "{range}");
-    // One listing, and later requests for a file carry its ETag.
-    let lists: Vec<_> = log
+    // Two listings (the folder's top level, which shows it is no table's
+    // root, then its sub-folder), and later requests for a file carry its
+    // ETag.
+    let lists: Vec<&str> = log
         .iter()
-        .filter(|r| r["query"].as_str().unwrap_or("").contains("list-type=2"))
+        .map(|r| r["query"].as_str().unwrap_or(""))
+        .filter(|q| q.contains("list-type=2"))
         .collect();
-    assert_eq!(lists.len(), 1, "{log:?}");
+    assert_eq!(
+        lists,
+        ["delimiter=%2F&list-type=2&prefix=p%2F", "list-type=2&prefix=p%2Fsub%2F"],
+        "{log:?}"
+    );
     // A small file came whole with its footer's request.
     assert_eq!(for_key(&log, "/bkt/p/sub/bad.parquet").len(), 1, "{log:?}");
     env.python(BIG);
@@ -271,6 +278,40 @@ fn a_listed_stats_proven_file_costs_one_get() {
     assert!(big.len() >= 2, "{log:?}");
     assert!(big[0]["if_match"].is_null());
     assert!(big[1..].iter().all(|r| r["if_match"].is_string()), "{log:?}");
+}
+
+/// A folder with many sub-folders (a dataset partitioned by folders) is
+/// listed by its top level, then once whole: as many requests as the
+/// listing has pages, not one per sub-folder.
+#[test]
+fn many_sub_folders_cost_one_listing() {
+    let env = Env::new();
+    env.write("s.yaml", "columns:\n  label: {kind: class, num_classes: 10}\n");
+    env.python(
+        "import os, pyarrow as pa, pyarrow.parquet as pq\n\
+         for i in range(20):\n    \
+             os.makedirs(f'm/day={i}')\n    \
+             pq.write_table(pa.table({'label': pa.array([i % 11], pa.int64())}), f'm/day={i}/part.parquet')\n",
+    );
+    let servers = Servers::start(env.dir.path());
+    servers.upload(&env, "m", "bkt", "m/");
+    let local = servers.check(&env, &["-s", "s.yaml", "m"], 1);
+    servers.reset(servers.proxy);
+    let remote = servers.check(&env, &["-s", "s.yaml", "s3://bkt/m/"], 1);
+    assert_eq!(remote["files"], 20);
+    assert_eq!(remote["violations"], 1);
+    assert_eq!(renamed(&remote, "s3://bkt/m/", "m/"), renamed(&local, "", ""));
+    let log = servers.log(servers.proxy);
+    let lists: Vec<&str> = log
+        .iter()
+        .map(|r| r["query"].as_str().unwrap_or(""))
+        .filter(|q| q.contains("list-type=2"))
+        .collect();
+    assert_eq!(
+        lists,
+        ["delimiter=%2F&list-type=2&prefix=m%2F", "list-type=2&prefix=m%2F"],
+        "{log:?}"
+    );
 }
 
 #[test]

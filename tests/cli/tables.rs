@@ -389,6 +389,27 @@ fn a_delta_table_in_object_storage_reads_as_on_disk() {
         .filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with(".parquet")))
         .collect();
     assert!(data.is_empty(), "{data:?}");
+    // The table is known by its folder's top level (not a listing of its
+    // files), and each log file is fetched once though the kernel reads
+    // the log twice (protocol and metadata, then the scan).
+    let queries: Vec<&str> = log
+        .iter()
+        .filter_map(|r| r["query"].as_str().filter(|q| q.contains("list-type=2")))
+        .collect();
+    assert_eq!(
+        queries[0], "delimiter=%2F&list-type=2&prefix=data%2Fdt%2F",
+        "{queries:?}"
+    );
+    let log_reads: Vec<(&str, &str)> = log
+        .iter()
+        .filter_map(|r| {
+            let path = r["path"].as_str().filter(|p| p.contains("/_delta_log/0"))?;
+            Some((path, r["range"].as_str().unwrap_or("")))
+        })
+        .collect();
+    let once: std::collections::BTreeSet<_> = log_reads.iter().collect();
+    assert!(!log_reads.is_empty());
+    assert_eq!(once.len(), log_reads.len(), "{log_reads:?}");
     assert_eq!(proven["rows"], 7);
     let full = servers.check(&env, &["-s", "wide.yaml", "--full-scan", "s3://bkt/data/dt/"], 0);
     assert_eq!(proven, full);
@@ -1128,6 +1149,29 @@ fn an_iceberg_table_in_object_storage_reads_as_on_disk() {
         .filter_map(|r| r["path"].as_str().filter(|p| p.contains("/data/")))
         .collect();
     assert_eq!(read.len(), 2, "{log:?}");
+    // Found by its folder's top level and its metadata/ listing, each
+    // metadata file, manifest list and manifest fetched once (one GET, no
+    // size request first).
+    let queries: Vec<&str> = log
+        .iter()
+        .filter_map(|r| r["query"].as_str().filter(|q| q.contains("list-type=2")))
+        .collect();
+    assert_eq!(
+        queries[..2],
+        [
+            "delimiter=%2F&list-type=2&prefix=wh%2Fdb%2Ft%2F",
+            "list-type=2&prefix=wh%2Fdb%2Ft%2Fmetadata%2F"
+        ],
+        "{queries:?}"
+    );
+    assert!(!queries.contains(&"list-type=2&prefix=wh%2Fdb%2Ft%2F"), "{queries:?}");
+    let metadata: Vec<&str> = log
+        .iter()
+        .filter_map(|r| r["path"].as_str().filter(|p| p.contains("/metadata/")))
+        .collect();
+    let once: std::collections::BTreeSet<_> = metadata.iter().collect();
+    assert!(metadata.len() >= 3, "{metadata:?}");
+    assert_eq!(once.len(), metadata.len(), "{metadata:?}");
     // A data file storage lacks is still its error, proven or not.
     let key = std::fs::read_dir(env.path("wh/db/t/data"))
         .expect("data")

@@ -399,7 +399,22 @@ impl Found<'_> {
             );
             return None;
         }
-        match crate::source::storage::remote::list(url) {
+        // A folder (not on the Hub or plain HTTP): a table's root is read
+        // as the table, its data never listed to find it.
+        let listing = if is_glob || http || url.starts_with("hf://") {
+            crate::source::storage::remote::list(url)
+        } else {
+            match tables::in_storage(url, self.table_at) {
+                Ok(tables::InStorage::Table { read, kind, at }) => {
+                    let root = Path::new(url.trim_end_matches('/'));
+                    self.table_named(root, &read, root, kind, at);
+                    return None;
+                }
+                Ok(tables::InStorage::Objects(found)) => Ok(found),
+                Err(message) => Err(message),
+            }
+        };
+        match listing {
             Err(message) => {
                 self.errors.push(Error::Discover {
                     path: url.to_string(),
@@ -528,10 +543,23 @@ impl Found<'_> {
     /// latest snapshot or of the one `at` picks ([`tables::read`]), or an
     /// error naming it.
     fn table(&mut self, read: &Path, root: &Path, kind: tables::Table, at: Option<tables::TableAt>) {
+        self.table_named(read, read, root, kind, at);
+    }
+
+    /// [`Found::table`], its errors naming it `named` (its root, where the
+    /// metadata file read was picked by a listing).
+    fn table_named(
+        &mut self,
+        named: &Path,
+        read: &Path,
+        root: &Path,
+        kind: tables::Table,
+        at: Option<tables::TableAt>,
+    ) {
         let shown = root.to_string_lossy().into_owned();
         let key = match at {
-            Some(tables::TableAt::Version(v)) => format!("{}@v{v}", read.to_string_lossy()),
-            _ => read.to_string_lossy().into_owned(),
+            Some(tables::TableAt::Version(v)) => format!("{}@v{v}", named.to_string_lossy()),
+            _ => named.to_string_lossy().into_owned(),
         };
         if self.tables.contains(&key) {
             return;

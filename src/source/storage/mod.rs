@@ -47,11 +47,7 @@ pub(crate) fn read_whole(
     too_big: impl FnOnce(u64) -> crate::error::ReadError,
 ) -> Result<bytes::Bytes, crate::error::ReadError> {
     if remote::is_url(path) {
-        let input = Input::open(path)?;
-        if input.size() > limit {
-            return Err(too_big(input.size()));
-        }
-        return input.all();
+        return remote::Object::open(path)?.whole_within(limit)?.map_err(too_big);
     }
     let file = std::fs::File::open(path)?;
     let len = file.metadata()?.len();

@@ -501,6 +501,69 @@ pub(crate) fn listed_size(url: &Path) -> Option<u64> {
     listed().lock().unwrap_or_else(|e| e.into_inner()).get(url).copied()
 }
 
+/// [`listed_size`] once every listing of a folder above the URL started by
+/// [`list_below_later`] has ended.
+pub(crate) fn listed_size_after_listings(url: &Path) -> Option<u64> {
+    let url = url.to_str()?;
+    let running: Vec<Arc<Later>> = later()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|l| l.folders.iter().any(|f| url.starts_with(f.as_str())))
+        .cloned()
+        .collect();
+    for listing in running {
+        let mut ended = listing.ended.lock().unwrap_or_else(|e| e.into_inner());
+        while !*ended {
+            ended = listing.end.wait(ended).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    listed().lock().unwrap_or_else(|e| e.into_inner()).get(url).copied()
+}
+
+/// A listing running on a thread of its own.
+struct Later {
+    folders: Vec<String>,
+    ended: Mutex<bool>,
+    end: std::sync::Condvar,
+}
+
+fn later() -> &'static Mutex<Vec<Arc<Later>>> {
+    static LATER: OnceLock<Mutex<Vec<Arc<Later>>>> = OnceLock::new();
+    LATER.get_or_init(Default::default)
+}
+
+/// [`list_below`], on a thread of its own: the sizes it finds are there for
+/// [`listed_size`], which waits for it; what it cannot list is simply not
+/// listed (a caller then reads the object itself).
+pub(crate) fn list_below_later(folders: Vec<String>, hidden: bool) {
+    let listing = Arc::new(Later {
+        folders,
+        ended: Mutex::new(false),
+        end: std::sync::Condvar::new(),
+    });
+    let mut running = later().lock().unwrap_or_else(|e| e.into_inner());
+    running.retain(|l| !*l.ended.lock().unwrap_or_else(|e| e.into_inner()));
+    running.push(listing.clone());
+    drop(running);
+    let run = Arc::new(Mutex::new(Some(move || {
+        let _ = list_below(&listing.folders, hidden);
+        *listing.ended.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        listing.end.notify_all();
+    })));
+    let take = |run: &Mutex<Option<_>>| run.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let theirs = run.clone();
+    let spawned = std::thread::Builder::new()
+        .name("preflight-list".into())
+        .spawn(move || take(&theirs).map(|run| run()));
+    // No thread to be had: listed now.
+    if spawned.is_err()
+        && let Some(run) = take(&run)
+    {
+        run();
+    }
+}
+
 /// The objects a URL names, as a directory search finds files: a URL
 /// ending in `/` is a prefix, one with glob characters (`*`, `?`, `[`) a
 /// pattern over keys (`*` stops at `/`; an object below a matched prefix is
@@ -515,6 +578,88 @@ pub(crate) fn list(url: &str) -> Result<Vec<(String, u64)>, String> {
 /// hidden class folder as a class).
 pub(crate) fn list_with_hidden(url: &str) -> Result<Vec<(String, u64)>, String> {
     list_keys(url, true)
+}
+
+/// A folder in storage as one listing with a delimiter shows it.
+#[derive(Debug, Default)]
+pub(crate) struct Folder {
+    /// The objects right in it: URL and size.
+    pub objects: Vec<(String, u64)>,
+    /// Its sub-folders' URLs, each ending in `/`.
+    pub folders: Vec<String>,
+}
+
+/// The top level of the folder `url` names (a prefix in S3, GCS or Azure,
+/// `/` implied at its end): one listing with a delimiter, so that what
+/// lies below its sub-folders is listed only by those who need it (a
+/// table's root is known by its top level). Hidden entries are kept.
+pub(crate) fn list_folder(url: &str) -> Result<Folder, String> {
+    let (root, key) = split(url).ok_or_else(|| not_a_url(url))?;
+    if is_http(url) || root.starts_with("hf://") {
+        return Err("only S3, GCS and Azure list one folder's top level".into());
+    }
+    let store = store(root)?;
+    let prefix = key.trim_end_matches('/');
+    let prefix_path = (!prefix.is_empty()).then(|| ObjPath::from(prefix));
+    let page = runtime()
+        .block_on(store.store.list_with_delimiter(prefix_path.as_ref()))
+        .map_err(|e| describe(&e, &store.credentials))?;
+    let mut objects: Vec<(String, u64)> = page
+        .objects
+        .into_iter()
+        .map(|m| (format!("{root}/{}", m.location.as_ref()), m.size))
+        .collect();
+    objects.sort();
+    let mut folders: Vec<String> = page
+        .common_prefixes
+        .into_iter()
+        .map(|p| format!("{root}/{}/", p.as_ref()))
+        .collect();
+    folders.sort();
+    let mut sizes = listed().lock().unwrap_or_else(|e| e.into_inner());
+    for (u, size) in &objects {
+        sizes.insert(u.clone(), *size);
+    }
+    Ok(Folder { objects, folders })
+}
+
+/// Every object below each of `folders` (folder URLs), as [`list`] (or,
+/// with `hidden`, [`list_with_hidden`]) lists one, the folders listed at
+/// once: a listing is paged, so many small listings side by side finish
+/// long before one big one. Sorted; the first error is the answer.
+pub(crate) fn list_below(folders: &[String], hidden: bool) -> Result<Vec<(String, u64)>, String> {
+    const AT_ONCE: usize = 16;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    type Listing = Result<Vec<(String, u64)>, String>;
+    let mut listings: Vec<(usize, Listing)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..folders.len().min(AT_ONCE))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = folders.get(i) else { break mine };
+                        mine.push((i, list_keys(f, hidden)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| vec![(0, Err("a listing thread failed".to_string()))])
+            })
+            .collect()
+    });
+    // The first folder's error, whichever listing ended first.
+    listings.sort_by_key(|l| l.0);
+    let mut found = Vec::new();
+    for (_, listing) in listings {
+        found.extend(listing?);
+    }
+    found.sort();
+    Ok(found)
 }
 
 fn list_keys(url: &str, hidden: bool) -> Result<Vec<(String, u64)>, String> {
@@ -714,6 +859,28 @@ pub(crate) fn traffic() -> (u64, u64) {
     (REQUESTS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed))
 }
 
+/// Objects read whole as [`Object::whole_within`] reads one (each within
+/// its limit, `limits[i]` bytes), all requests in flight at once (many
+/// small files, such as a table's manifests, wait on round trips, not on
+/// bandwidth); in the order of `urls`.
+pub(crate) fn wholes_within(urls: &[&Path], limits: &[u64]) -> Vec<Result<Result<Bytes, u64>, ReadError>> {
+    use futures_util::StreamExt;
+    let objects: Vec<(Result<Object, ReadError>, u64)> =
+        urls.iter().zip(limits).map(|(u, l)| (Object::open(u), *l)).collect();
+    let at_once = objects.len().max(1);
+    runtime().block_on(
+        futures_util::stream::iter(objects)
+            .map(|(o, limit)| async move {
+                match o {
+                    Ok(o) => o.whole_within_async(limit).await,
+                    Err(e) => Err(e),
+                }
+            })
+            .buffered(at_once)
+            .collect(),
+    )
+}
+
 /// One object, read by ranges pinned to the version its first response
 /// came from.
 #[derive(Clone)]
@@ -819,6 +986,47 @@ impl Object {
             total -= kept.pop_front().map_or(0, |(_, b)| b.len() as u64);
         }
         Ok(all)
+    }
+
+    /// The whole object in one GET (not a size request first: a file read
+    /// whole, such as a table's metadata or manifest, costs one round trip),
+    /// or, when it is larger than `limit` bytes, its size with the body
+    /// left unread.
+    pub(crate) fn whole_within(&self, limit: u64) -> Result<Result<Bytes, u64>, ReadError> {
+        runtime().block_on(self.whole_within_async(limit))
+    }
+
+    async fn whole_within_async(&self, limit: u64) -> Result<Result<Bytes, u64>, ReadError> {
+        if let Some(size) = self.size
+            && size > limit
+        {
+            return Ok(Err(size));
+        }
+        let store = &self.store;
+        let options = GetOptions {
+            if_match: self.pinned(),
+            ..Default::default()
+        };
+        let got = async {
+            let r = store.store.get_opts(&self.key, options).await?;
+            let meta = r.meta.clone();
+            if meta.size > limit {
+                return Ok((meta, None));
+            }
+            let bytes = r.bytes().await?;
+            REQUESTS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            Ok::<_, object_store::Error>((meta, Some(bytes)))
+        };
+        let (meta, all) = got
+            .await
+            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
+        self.pin(&meta)?;
+        match all {
+            None => Ok(Err(meta.size)),
+            Some(all) if all.len() as u64 != meta.size => Err(changed()),
+            Some(all) => Ok(Ok(all)),
+        }
     }
 
     /// This object as [`Object::whole`] read it, if it is kept.

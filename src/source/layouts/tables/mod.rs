@@ -128,18 +128,42 @@ pub(crate) fn read(root: &Path, shown: &str, kind: Table, at: Option<TableAt>) -
 
 /// Which data files of a table in object storage are there, for those
 /// whose table metrics settle a check and so are never opened
-/// ([`view::Summarized`]): the sizes of the table's objects from one
-/// listing (not a request per file), unless a listing that found the table
-/// already gave them.
-fn list_unless_listed(root: &Path, files: &[super::discover::DataFile]) -> Result<(), String> {
+/// ([`view::Summarized`]): the sizes of the table's objects from listings
+/// (not a request per file) of the folders holding them, side by side and
+/// beside the reads of the files that are opened; unless a listing that
+/// found the table already gave them.
+fn list_unless_listed(root: &Path, files: &[super::discover::DataFile]) {
     use crate::source::storage::remote;
-    if files
+    // More folders than this: the table's root is listed whole instead.
+    const FOLDERS: usize = 64;
+    let root = format!("{}/", root.to_string_lossy().trim_end_matches('/'));
+    // The folders holding the files not listed yet (partitions), none
+    // inside another, listed at once.
+    let mut holding: Vec<String> = files
         .iter()
-        .all(|f| !remote::is_url(&f.path) || remote::listed_size(&f.path).is_some())
-    {
-        return Ok(());
+        .filter(|f| remote::is_url(&f.path) && remote::listed_size(&f.path).is_none())
+        .filter_map(|f| {
+            let url = f.path.to_str()?;
+            Some(url[..url.rfind('/')? + 1].to_string())
+        })
+        .collect();
+    if holding.is_empty() {
+        return;
     }
-    remote::list_with_hidden(&format!("{}/", root.to_string_lossy().trim_end_matches('/'))).map(drop)
+    holding.sort();
+    holding.dedup();
+    let mut folders: Vec<String> = Vec::new();
+    for f in holding {
+        if !folders.last().is_some_and(|above| f.starts_with(above.as_str())) {
+            folders.push(f);
+        }
+    }
+    if folders.len() > FOLDERS || folders.iter().any(|f| !f.starts_with(&root)) {
+        folders = vec![root];
+    }
+    // Listed while the files that must be read are: a file not yet known
+    // to be there waits for it ([`view::Summarized`]).
+    remote::list_below_later(folders, true);
 }
 
 /// Which kind of table a folder is.
@@ -200,6 +224,89 @@ impl Table {
              folder. None of its files was read"
         )
     }
+}
+
+/// A folder in storage as a search meets it.
+pub(super) enum InStorage {
+    /// A table's root: `read` is what its reader opens (the root, or the
+    /// Iceberg metadata file of the version asked for, or the latest, that
+    /// the listing of `metadata/` picked), `at` the snapshot.
+    Table {
+        read: std::path::PathBuf,
+        kind: Table,
+        at: Option<TableAt>,
+    },
+    /// Not a table's root: every object below it (hidden ones skipped).
+    Objects(Vec<(String, u64)>),
+}
+
+/// The folder in storage `url` names (not a glob): a table's root when its
+/// top level says so (`_delta_log/`, or `metadata/` holding an Iceberg
+/// metadata file), known from one listing of that top level and, for
+/// Iceberg, one of `metadata/`, so a table's data files are never listed
+/// to find it; else its objects.
+pub(super) fn in_storage(url: &str, at: Option<TableAt>) -> Result<InStorage, String> {
+    use crate::source::storage::remote;
+    let top = remote::list_folder(url)?;
+    let root = url.trim_end_matches('/');
+    let name = |u: &str| {
+        u.trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    if top.folders.iter().any(|f| name(f) == "_delta_log") {
+        return Ok(InStorage::Table {
+            read: root.into(),
+            kind: Table::Delta,
+            at,
+        });
+    }
+    if let Some(metadata) = top.folders.iter().find(|f| name(f) == "metadata") {
+        let files: Vec<(String, std::path::PathBuf)> = remote::list_with_hidden(metadata)?
+            .into_iter()
+            .filter(|(u, _)| !u[metadata.len().min(u.len())..].contains('/'))
+            .map(|(u, _)| (name(&u), std::path::PathBuf::from(u)))
+            .collect();
+        if files
+            .iter()
+            .any(|(n, _)| is_iceberg_metadata(n) || n == "version-hint.text")
+        {
+            let version = match at {
+                Some(TableAt::Version(v)) => Some(v),
+                _ => None,
+            };
+            return Ok(match iceberg::metadata::pick(files, version) {
+                // The file picked is read as if named: the listing is not
+                // repeated.
+                Ok((file, _)) => InStorage::Table {
+                    read: file,
+                    kind: Table::Iceberg,
+                    at,
+                },
+                // The reader says why, naming the table.
+                Err(_) => InStorage::Table {
+                    read: root.into(),
+                    kind: Table::Iceberg,
+                    at,
+                },
+            });
+        }
+    }
+    // A few sub-folders are listed side by side; many (a dataset
+    // partitioned by folders) by one listing of the whole prefix, so the
+    // requests stay as few as the listing's pages.
+    const SIDE_BY_SIDE: usize = 16;
+    let hidden = |u: &str| name(u).starts_with('.');
+    let folders: Vec<String> = top.folders.iter().filter(|f| !hidden(f)).cloned().collect();
+    if folders.len() > SIDE_BY_SIDE {
+        return remote::list(&format!("{root}/")).map(InStorage::Objects);
+    }
+    let mut found: Vec<(String, u64)> = top.objects.into_iter().filter(|(u, _)| !hidden(u)).collect();
+    found.extend(remote::list_below(&folders, false)?);
+    found.sort();
+    Ok(InStorage::Objects(found))
 }
 
 /// A PATH naming a version of a table, `TABLE@vN`, when `TABLE` is one and

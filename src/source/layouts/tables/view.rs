@@ -271,7 +271,7 @@ impl Summarized {
     ) -> Option<Summarized> {
         use crate::source::storage::remote;
         let there = match remote::is_url(path) {
-            true => remote::listed_size(path).is_some(),
+            true => remote::listed_size_after_listings(path).is_some(),
             false => path.is_file(),
         };
         if !there {

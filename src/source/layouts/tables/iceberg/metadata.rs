@@ -127,6 +127,15 @@ pub(super) fn find(root: &Path, version: Option<u64>) -> Result<(PathBuf, u64), 
             .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
             .collect()
     };
+    pick(names, version)
+}
+
+/// The metadata file of `version`, or the latest, among the files (name,
+/// path) of a table's `metadata/` folder; as [`find`].
+pub(in crate::source::layouts::tables) fn pick(
+    names: Vec<(String, PathBuf)>,
+    version: Option<u64>,
+) -> Result<(PathBuf, u64), String> {
     let mut found: Vec<(u64, String, PathBuf)> = names
         .into_iter()
         .filter_map(|(name, path)| version_of(&name).map(|v| (v, name, path)))

@@ -14,7 +14,7 @@
 
 mod avro;
 mod deletes;
-mod metadata;
+pub(super) mod metadata;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +31,13 @@ use crate::source::read::Source;
 use crate::source::storage;
 use deletes::Delete;
 
-/// Manifests of a table in object storage read at once.
-const REMOTE_MANIFESTS: usize = 32;
+/// Manifests of a table in object storage fetched in one batch (the bytes
+/// of a batch are held until its manifests are decoded).
+const REMOTE_MANIFESTS: usize = 128;
+
+/// At most this many bytes of manifests in one batch, by the lengths the
+/// manifest list gives.
+const BATCH_BYTES: u64 = 256 << 20;
 
 /// The largest manifest list or manifest read.
 const MAX_MANIFEST: u64 = 512 << 20;
@@ -70,7 +75,9 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if let Some(TableAt::Version(_)) = at {
+        if let Some(TableAt::Version(v)) = at
+            && metadata::version_of(&name) != Some(v)
+        {
             return Err("a metadata file names its version: name the table's folder to pick another".into());
         }
         let table_root = root
@@ -151,20 +158,28 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
     let manifests = manifests(&meta, snapshot, &places)?;
     let entries: Vec<Vec<Entry>> = {
         use rayon::prelude::*;
-        let read = || {
-            manifests
-                .par_iter()
-                .map(|m| entries(m, meta.format_version))
-                .collect::<Result<_, String>>()
-        };
-        // Manifests in object storage wait on the network: many at once.
         match remote {
-            true => rayon::ThreadPoolBuilder::new()
-                .num_threads(REMOTE_MANIFESTS)
-                .build()
-                .map_err(|e| e.to_string())?
-                .install(read)?,
-            false => read()?,
+            // Manifests in object storage wait on round trips: fetched in
+            // batches, many requests in flight, then decoded in parallel.
+            true => {
+                let mut all = Vec::with_capacity(manifests.len());
+                for batch in batches(&manifests) {
+                    let paths: Vec<&Path> = batch.iter().map(|m| m.path.as_path()).collect();
+                    let limits: Vec<u64> = batch.iter().map(Manifest::limit).collect();
+                    let fetched = storage::remote::wholes_within(&paths, &limits);
+                    let decoded: Vec<Vec<Entry>> = batch
+                        .par_iter()
+                        .zip(fetched)
+                        .map(|(m, bytes)| entries(m, manifest_bytes(m, bytes)?, meta.format_version))
+                        .collect::<Result<_, String>>()?;
+                    all.extend(decoded);
+                }
+                all
+            }
+            false => manifests
+                .par_iter()
+                .map(|m| entries(m, avro_file(&m.path)?, meta.format_version))
+                .collect::<Result<_, String>>()?,
         }
     };
     let mut data = Vec::new();
@@ -202,7 +217,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             label: None,
         });
     }
-    super::list_unless_listed(&places.root, &files)?;
+    super::list_unless_listed(&places.root, &files);
     Ok(Read {
         version,
         snapshot_id: Some(shown_id),
@@ -267,6 +282,48 @@ struct Manifest {
     path: PathBuf,
     spec_id: Option<i32>,
     sequence_number: i64,
+    /// Its length in bytes, as the manifest list gives it.
+    length: Option<u64>,
+}
+
+impl Manifest {
+    /// The most bytes read of it: twice the length the manifest list gives
+    /// (at least 1 MiB), so that a list that lies cannot make a batch hold
+    /// more than its budget; [`MAX_MANIFEST`] without one.
+    fn limit(&self) -> u64 {
+        self.length
+            .map_or(MAX_MANIFEST, |n| n.saturating_mul(2).clamp(1 << 20, MAX_MANIFEST))
+    }
+}
+
+/// `manifests` in batches of at most [`REMOTE_MANIFESTS`] files and
+/// [`BATCH_BYTES`] bytes (each counted at its [`Manifest::limit`]).
+fn batches(manifests: &[Manifest]) -> Vec<&[Manifest]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0u64);
+    for (i, m) in manifests.iter().enumerate() {
+        if i > start && (i - start == REMOTE_MANIFESTS || bytes + m.limit() > BATCH_BYTES) {
+            out.push(&manifests[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += m.limit();
+    }
+    if start < manifests.len() {
+        out.push(&manifests[start..]);
+    }
+    out
+}
+
+/// A manifest fetched whole, decoded as Avro.
+fn manifest_bytes(m: &Manifest, fetched: Result<Result<bytes::Bytes, u64>, ReadError>) -> Result<avro::File, String> {
+    let name = m.path.display();
+    match fetched.map_err(|e| format!("{name}: {e}"))? {
+        Ok(bytes) => avro::read(&bytes).map_err(|e| format!("{name}: {e}")),
+        Err(size) => Err(match m.length {
+            Some(n) => format!("{name}: a manifest of {size} bytes, where the manifest list says {n}"),
+            None => format!("{name}: a manifest of {size} bytes"),
+        }),
+    }
 }
 
 fn manifests(
@@ -284,6 +341,7 @@ fn manifests(
                     path: places.locate(m)?.0,
                     spec_id: None,
                     sequence_number: 0,
+                    length: None,
                 })
             })
             .collect();
@@ -292,6 +350,7 @@ fn manifests(
     let file = avro_file(&path)?;
     let at = |id, name| file.field(id, name);
     let path_at = at(500, "manifest_path").ok_or_else(|| format!("{list}: no manifest_path"))?;
+    let length_at = at(501, "manifest_length");
     let spec_at = at(502, "partition_spec_id");
     let seq_at = at(515, "sequence_number");
     let key_at = at(519, "key_metadata");
@@ -310,6 +369,9 @@ fn manifests(
         out.push(Manifest {
             path: places.locate(manifest)?.0,
             spec_id: get(spec_at).and_then(avro::Value::as_i64).map(|s| s as i32),
+            length: get(length_at)
+                .and_then(avro::Value::as_i64)
+                .and_then(|n| u64::try_from(n).ok()),
             sequence_number: if meta.format_version >= 2 {
                 get(seq_at).and_then(avro::Value::as_i64).unwrap_or(0)
             } else {
@@ -360,8 +422,7 @@ pub(super) struct Entry {
 }
 
 /// The live entries (status 0 existing, 1 added; 2 deleted is history).
-fn entries(m: &Manifest, format_version: i64) -> Result<Vec<Entry>, String> {
-    let file = avro_file(&m.path)?;
+fn entries(m: &Manifest, file: avro::File, format_version: i64) -> Result<Vec<Entry>, String> {
     let name = m.path.display().to_string();
     let spec_id = match m.spec_id {
         Some(s) => s,

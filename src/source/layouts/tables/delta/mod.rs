@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use delta_kernel::expressions::Scalar;
+use delta_kernel::object_store::ObjectStore;
 use delta_kernel::object_store::local::LocalFileSystem;
 use delta_kernel::scan::state::{DvInfo, ScanFile};
 use delta_kernel::schema::DataType;
@@ -17,12 +18,15 @@ use delta_kernel_default_engine::DefaultEngine;
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use url::Url;
 
+use self::log_reads::LogReads;
 use super::TableAt;
 use super::view::{Column, Summarized, TableFile};
 use crate::error::ReadError;
 use crate::source::Hints;
 use crate::source::layouts::discover::{DataFile, Opener, Opens};
 use crate::source::read::Source;
+
+mod log_reads;
 
 type Kernel = DefaultEngine<TokioBackgroundExecutor>;
 
@@ -32,29 +36,37 @@ pub(crate) struct Read {
     pub files: Vec<DataFile>,
 }
 
-/// The kernel's engine for a table at `root` (a URL): one per store (the
-/// local file system, a bucket, a container), sharing preflight's own
-/// clients and credentials; each runs its I/O on a thread of its own.
-fn engine(root: &Url) -> Result<Arc<Kernel>, String> {
-    static ENGINES: std::sync::OnceLock<std::sync::Mutex<HashMap<String, Arc<Kernel>>>> = std::sync::OnceLock::new();
+/// The kernel's engine for one read of a table at `root` (a URL): over
+/// the store preflight itself reads (the local file system, a bucket, a
+/// container: its clients and credentials shared), through a
+/// [`LogReads`] that fetches each log file once for this replay. Each
+/// engine runs its I/O on a thread of its own.
+fn engine(root: &Url) -> Result<(Arc<Kernel>, Arc<LogReads>), String> {
+    static STORES: std::sync::OnceLock<std::sync::Mutex<HashMap<String, Arc<dyn ObjectStore>>>> =
+        std::sync::OnceLock::new();
     let key = match root.scheme() {
         "file" => "file://".to_string(),
         scheme => format!("{scheme}://{}", root.host_str().unwrap_or("")),
     };
-    let engines = ENGINES.get_or_init(Default::default);
-    if let Some(e) = engines.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Ok(e.clone());
-    }
-    let store: Arc<dyn delta_kernel::object_store::ObjectStore> = match root.scheme() {
-        "file" => Arc::new(LocalFileSystem::new()),
-        _ => crate::source::storage::remote::object_store(root.as_str())?,
+    let stores = STORES.get_or_init(Default::default);
+    let known = stores.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+    let store = match known {
+        Some(s) => s,
+        None => {
+            let store: Arc<dyn ObjectStore> = match root.scheme() {
+                "file" => Arc::new(LocalFileSystem::new()),
+                _ => crate::source::storage::remote::object_store(root.as_str())?,
+            };
+            stores
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, store.clone());
+            store
+        }
     };
-    let engine = Arc::new(delta_kernel_default_engine::DefaultEngineBuilder::new(store).build());
-    engines
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, engine.clone());
-    Ok(engine)
+    let reads = Arc::new(LogReads::new(store));
+    let engine = delta_kernel_default_engine::DefaultEngineBuilder::new(reads.clone() as Arc<dyn ObjectStore>).build();
+    Ok((Arc::new(engine), reads))
 }
 
 /// The latest version committed at or before `ms` (milliseconds since the
@@ -131,7 +143,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
         let url = Url::from_directory_path(&absolute).map_err(|()| "not a folder path".to_string())?;
         (url, absolute)
     };
-    let self_engine = engine(&url)?;
+    let (self_engine, log_reads) = engine(&url)?;
     let engine = self_engine.as_ref();
     let version = match at {
         None => None,
@@ -171,6 +183,8 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             .visit_scan_files(live, |v: &mut Vec<ScanFile>, f| v.push(f))
             .map_err(kernel)?;
     }
+    // The replay is over: its log files are not kept through the check.
+    log_reads.forget();
     let table = Arc::new(Table {
         engine: self_engine,
         root: url,
@@ -220,7 +234,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
             label: None,
         });
     }
-    super::list_unless_listed(root, &files)?;
+    super::list_unless_listed(root, &files);
     Ok(Read {
         version: version_read,
         files,
