@@ -13,10 +13,13 @@ are not vectorised.
    range or -100, and the length). Median of REPS (default 200) after a
    warm-up, the two alternated.
 2. epoch: a DataLoader over an in-memory tokenized dataset (EPOCH_ROWS
-   samples of 512 ids, default 20,000; batch 32; 2 workers, fork), with
-   `wrap_collate()` and without; median of EPOCHS (default 5) alternated
-   epochs. Twice: rows of a NumPy array (the leanest loader there is), and
-   a Hugging Face datasets.Dataset in memory in numpy format.
+   samples of 512 ids, default 20,000; batch 32; 2 persistent workers,
+   fork), with `wrap_collate()` and without, each loader warmed by one
+   epoch; median of EPOCHS (default 16) epochs each, in ABBA order; CPU of
+   the main process and the workers (read from /proc). Twice: rows of a
+   NumPy array (the leanest loader there is), and a Hugging Face
+   datasets.Dataset in memory in numpy format. Beside it, the guard's own
+   CPU per batch of that case (REPS x 10 batches in this process).
 3. start: the whole-dataset check a training callback runs at its start, on
    a datasets.Dataset of START_ROWS rows (default 2,000,000) of 64 int32 ids,
    labels and masks in its cache file: `validator.check_dataset(ds)` against
@@ -126,26 +129,75 @@ def bench_epoch(rows, hf=False):
     v = preflight.Validator(ROWS_SCHEMA)
     ctx = multiprocessing.get_context("fork")
 
-    cpu = {}
+    def loader(collate):
+        # Persistent workers, as a training run keeps them: an epoch is the
+        # batches, not two worker processes started and reaped.
+        return torch.utils.data.DataLoader(
+            data, batch_size=32, num_workers=2, multiprocessing_context=ctx, collate_fn=collate, persistent_workers=True
+        )
 
-    def epoch(collate):
-        # CPU time of the main process and of the workers (reaped when the
-        # loader shuts them down at the epoch's end), beside the wall time.
-        before = cpu_seconds()
-        loader = torch.utils.data.DataLoader(data, batch_size=32, num_workers=2, multiprocessing_context=ctx, collate_fn=collate)
-        n = sum(b["input_ids"].shape[0] for b in loader)
-        del loader
-        cpu.setdefault(collate is None, []).append(cpu_seconds() - before)
-        return n
+    loaders = {True: loader(v.wrap_collate()), False: loader(None)}
+    walls, cpus = {True: [], False: []}, {True: [], False: []}
 
-    epochs = int(os.environ.get("EPOCHS", 5))
-    guarded, plain = alternated(lambda: epoch(v.wrap_collate()), lambda: epoch(None), epochs)
+    def epoch(guarded):
+        l = loaders[guarded]
+        before = cpu_seconds() + workers_cpu(l)
+        t0 = time.perf_counter()
+        n = sum(b["input_ids"].shape[0] for b in l)
+        walls[guarded].append(time.perf_counter() - t0)
+        cpus[guarded].append(cpu_seconds() + workers_cpu(l) - before)
+        assert n == rows
+
+    for guarded in (True, False):
+        epoch(guarded)  # starts the workers
+        walls[guarded].clear()
+        cpus[guarded].clear()
+    # ABBA order: a drift of the machine's speed falls on both alike.
+    for i in range(int(os.environ.get("EPOCHS", 16))):
+        for guarded in (True, False) if i % 2 == 0 else (False, True):
+            epoch(guarded)
+    del loaders
     kind = "a datasets.Dataset in memory (numpy format)" if hf else "NumPy rows"
-    case = f"epoch: DataLoader over {kind}, {rows:,} x 512, 2 workers"
+    case = f"epoch: DataLoader over {kind}, {rows:,} x 512, 2 persistent workers"
+    med = statistics.median
     return [
-        (case + ", wall", "no guard", plain, guarded),
-        (case + ", CPU (main and workers)", "no guard", statistics.median(cpu[True]), statistics.median(cpu[False])),
+        (case + ", wall", "no guard", med(walls[False]), med(walls[True])),
+        (case + ", CPU (main and workers)", "no guard", med(cpus[False]), med(cpus[True])),
     ]
+
+
+def workers_cpu(loader):
+    """CPU seconds of a loader's live worker processes (from /proc)."""
+    it = getattr(loader, "_iterator", None)
+    total = 0.0
+    for w in getattr(it, "_workers", None) or []:
+        try:
+            with open(f"/proc/{w.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def bench_guard(reps):
+    """The guard's own work per batch of the epoch case (32 x 512 ids, mask
+    and labels as collated tensors), CPU time in this process."""
+    from torch.utils.data import default_collate
+
+    data = Tokenized(64)
+    samples = [data[i] for i in range(32)]
+    guard = preflight.Validator(ROWS_SCHEMA).wrap_collate()
+    guard(samples)
+    t0 = time.process_time()
+    for _ in range(reps):
+        guard(samples)
+    guarded = (time.process_time() - t0) / reps
+    t0 = time.process_time()
+    for _ in range(reps):
+        default_collate(samples)
+    plain = (time.process_time() - t0) / reps
+    return ("a batch of the epoch case, `wrap_collate()` (CPU per batch)", "`default_collate` alone", plain, guarded)
 
 
 def cpu_seconds():
@@ -204,6 +256,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     rows = [
         bench_batch(int(os.environ.get("REPS", 200))),
+        bench_guard(int(os.environ.get("REPS", 200)) * 10),
         *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000))),
         *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), hf=True),
         bench_start(work, int(os.environ.get("START_ROWS", 2_000_000))),

@@ -1035,7 +1035,10 @@ impl Source for CocoSource {
         let result = de::Deserializer::deserialize_map(&mut de, &mut pass);
         match (pass.failed.take(), result) {
             (Some(e), _) => Err(e),
-            (None, Err(e)) => Err(ReadError::new(format!("the file changed since it was opened: {e}"))),
+            // The outline read at open skips values this pass reads (a
+            // nesting too deep for Python's json, and for this parser, sits
+            // in one), or the file changed since: either way its bytes now.
+            (None, Err(e)) => Err(ReadError::new(format!("not a COCO annotation file: {e}"))),
             (None, Ok(())) => Ok(()),
         }
     }

@@ -8,6 +8,9 @@
 //! protocol's rule: a version is written once), so its bytes are kept for
 //! the one replay and dropped with it. `_last_checkpoint`, which a writer
 //! rewrites, and every file outside `_delta_log/` are always read afresh.
+//! A file the kernel's listing showed to be small is fetched whole at its
+//! first read (a checkpoint's footer, metadata and rows are then one
+//! round trip, not three in a row) and its ranges cut from those bytes.
 //! No crate wraps an `object_store` with such a cache for one bounded use.
 
 use std::collections::HashMap;
@@ -32,12 +35,17 @@ struct Kept {
     bytes: Bytes,
 }
 
+/// A log file no larger than this, by the listing, is fetched whole.
+const WHOLE: u64 = 16 << 20;
+
 /// A store that answers a repeated read of an immutable log file from
 /// memory, until [`LogReads::forget`].
 #[derive(Debug)]
 pub(super) struct LogReads {
     inner: Arc<dyn ObjectStore>,
     kept: Mutex<HashMap<String, Kept>>,
+    /// The sizes of log files, as listings through this store showed them.
+    sizes: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl std::fmt::Debug for Kept {
@@ -57,12 +65,50 @@ impl LogReads {
         LogReads {
             inner,
             kept: Mutex::new(HashMap::new()),
+            sizes: Default::default(),
         }
     }
 
     /// Drops what was kept: the replay is over.
     pub(super) fn forget(&self) {
         self.kept.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.sizes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// A listing, the sizes it shows noted.
+    fn noting(&self, listing: BoxStream<'static, Result<ObjectMeta>>) -> BoxStream<'static, Result<ObjectMeta>> {
+        use futures_util::StreamExt;
+        let sizes = self.sizes.clone();
+        Box::pin(listing.inspect(move |m| {
+            if let Ok(m) = m {
+                sizes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(m.location.to_string(), m.size);
+            }
+        }))
+    }
+
+    /// The read `options` asks of `location`, from memory or fetched once.
+    async fn kept(&self, location: &Path, options: GetOptions, key: String) -> Result<Kept> {
+        let known = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        if let Some(k) = known {
+            return Ok(k);
+        }
+        let got = self.inner.get_opts(location, options).await?;
+        let (meta, range, attributes) = (got.meta.clone(), got.range.clone(), got.attributes.clone());
+        let bytes = got.bytes().await?;
+        let k = Kept {
+            meta,
+            range,
+            attributes,
+            bytes,
+        };
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, k.clone());
+        Ok(k)
     }
 
     /// The key a read of `location` is kept under, if it is kept: an
@@ -95,25 +141,30 @@ impl ObjectStore for LogReads {
         let Some(key) = LogReads::key(location, &options) else {
             return self.inner.get_opts(location, options).await;
         };
-        let known = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
-        let kept = match known {
-            Some(k) => k,
-            None => {
-                let got = self.inner.get_opts(location, options).await?;
-                let (meta, range, attributes) = (got.meta.clone(), got.range.clone(), got.attributes.clone());
-                let bytes = got.bytes().await?;
-                let k = Kept {
-                    meta,
-                    range,
-                    attributes,
-                    bytes,
-                };
-                self.kept
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(key, k.clone());
-                k
+        let listed = self
+            .sizes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(location.as_ref())
+            .copied();
+        let kept = match (&options.range, listed) {
+            // A range of a small file: cut from the whole.
+            (Some(range), Some(size)) if size <= WHOLE && !options.head => {
+                let range = range.clone();
+                let whole_key = LogReads::key(location, &GetOptions::default()).unwrap_or_default();
+                let whole = self.kept(location, GetOptions::default(), whole_key).await?;
+                let len = whole.bytes.len() as u64;
+                let r = range.as_range(len).map_err(|e| object_store::Error::Generic {
+                    store: "LogReads",
+                    source: Box::new(e),
+                })?;
+                Kept {
+                    range: r.clone(),
+                    bytes: whole.bytes.slice(r.start as usize..r.end as usize),
+                    ..whole
+                }
             }
+            _ => self.kept(location, options, key).await?,
         };
         let bytes = kept.bytes;
         Ok(GetResult {
@@ -130,11 +181,11 @@ impl ObjectStore for LogReads {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
+        self.noting(self.inner.list(prefix))
     }
 
     fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
+        self.noting(self.inner.list_with_offset(prefix, offset))
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
@@ -217,6 +268,31 @@ mod tests {
             store.forget();
             store.get(&commit).await.unwrap().bytes().await.unwrap();
             assert_eq!(reads(), 7);
+            // Once a listing shows the file small, its ranges come from one
+            // read of the whole.
+            store.forget();
+            use futures_util::TryStreamExt;
+            let listed: Vec<_> = store
+                .list(Some(&Path::from("t/_delta_log")))
+                .try_collect()
+                .await
+                .unwrap();
+            assert_eq!(listed.len(), 2);
+            assert_eq!(store.get_range(&commit, 7..10).await.unwrap(), &b"789"[..]);
+            assert_eq!(store.get_range(&commit, 0..2).await.unwrap(), &b"01"[..]);
+            let tail = store
+                .get_opts(
+                    &commit,
+                    GetOptions {
+                        range: Some(object_store::GetRange::Suffix(3)),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap();
+            assert_eq!(tail.range, 7..10);
+            assert_eq!(tail.bytes().await.unwrap(), &b"789"[..]);
+            assert_eq!(reads(), 8);
         });
     }
 }
