@@ -262,7 +262,8 @@ impl Summarized {
     /// (`hints`) has no statistics, so the file must be read anyway (it is
     /// then opened as itself, its units checked in parallel), or when
     /// storage lacks the file (opened, to be its error). Existence costs no
-    /// request: a local file's metadata, or the table's listing.
+    /// request of its own: a local file's metadata, or the listings of the
+    /// table's folders (waited for if still running).
     pub(super) fn new(
         columns: Vec<(String, Option<arrow::datatypes::DataType>, Option<UnitStats>)>,
         path: &std::path::Path,
