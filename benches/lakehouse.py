@@ -245,6 +245,11 @@ def main():
                 tools.insert(1, ("preflight (metadata file)", peer_url))
             for tool, url in tools:
                 _, _, first, tables = run(tool, url, direct)
+                for _ in range(2):
+                    if not isinstance(first, str):
+                        break
+                    # A peer's crash at exit (below) may hit the untimed run too.
+                    _, _, first, tables = run(tool, url, direct)
                 if isinstance(first, str):
                     rows.append({"table": table, "tool": tool, "result": first})
                     print(json.dumps(rows[-1]), flush=True)
@@ -252,10 +257,13 @@ def main():
                 times, cpus, failed = [], [], []
                 for _ in range(remote.REPS):
                     took, cpu, c, _ = run(tool, url, direct)
-                    if isinstance(c, str):
-                        # A peer's crash (deltalake once aborted at exit:
-                        # "terminate called without an active exception")
-                        # is recorded and the run repeated once.
+                    for _ in range(3):
+                        if not isinstance(c, str):
+                            break
+                        # A peer's crash (deltalake aborts at exit now and
+                        # then: "terminate called without an active
+                        # exception") is recorded and the run repeated, up
+                        # to three times.
                         failed.append(c)
                         took, cpu, c, _ = run(tool, url, direct)
                     assert c == first, (tool, c, first)
