@@ -158,6 +158,13 @@ pub(crate) fn for_key<'a>(log: &'a [Value], path: &str) -> Vec<&'a Value> {
     log.iter().filter(|r| r["path"] == path).collect()
 }
 
+/// The query strings of the listing requests, in order.
+pub(crate) fn listings(log: &[Value]) -> Vec<&str> {
+    log.iter()
+        .filter_map(|r| r["query"].as_str().filter(|q| q.contains("list-type=2")))
+        .collect()
+}
+
 /// Parquet files covering what the reader does: statistics that prove a
 /// file, none (values read), a dictionary, list lengths, planted
 /// violations at known rows, several row groups.
@@ -257,11 +264,7 @@ fn a_listed_stats_proven_file_costs_one_get() {
     // Two listings (the folder's top level, which shows it is no table's
     // root, then its sub-folder), and later requests for a file carry its
     // ETag.
-    let lists: Vec<&str> = log
-        .iter()
-        .map(|r| r["query"].as_str().unwrap_or(""))
-        .filter(|q| q.contains("list-type=2"))
-        .collect();
+    let lists = listings(&log);
     assert_eq!(
         lists,
         ["delimiter=%2F&list-type=2&prefix=p%2F", "list-type=2&prefix=p%2Fsub%2F"],
@@ -302,11 +305,7 @@ fn many_sub_folders_cost_one_listing() {
     assert_eq!(remote["violations"], 1);
     assert_eq!(renamed(&remote, "s3://bkt/m/", "m/"), renamed(&local, "", ""));
     let log = servers.log(servers.proxy);
-    let lists: Vec<&str> = log
-        .iter()
-        .map(|r| r["query"].as_str().unwrap_or(""))
-        .filter(|q| q.contains("list-type=2"))
-        .collect();
+    let lists = listings(&log);
     assert_eq!(
         lists,
         ["delimiter=%2F&list-type=2&prefix=m%2F", "list-type=2&prefix=m%2F"],
@@ -621,11 +620,7 @@ s3.put_object(Bucket='many', Key='p/zzzz.csv', Body=b'label\n1\n12\n')
     assert_eq!(hits, 1);
     assert_eq!(r["checks"][0]["examples"][0]["file"], "s3://many/p/zzzz.csv", "{r}");
     let log = servers.log(servers.proxy);
-    let lists = log
-        .iter()
-        .filter(|r| r["query"].as_str().unwrap_or("").contains("list-type=2"))
-        .count();
-    assert_eq!(lists, 2, "{log:?}");
+    assert_eq!(listings(&log).len(), 2, "{log:?}");
 }
 
 /// A server slower than the timeout: the file fails in bounded time with

@@ -392,10 +392,7 @@ fn a_delta_table_in_object_storage_reads_as_on_disk() {
     // The table is known by its folder's top level (not a listing of its
     // files), and each log file is fetched once though the kernel reads
     // the log twice (protocol and metadata, then the scan).
-    let queries: Vec<&str> = log
-        .iter()
-        .filter_map(|r| r["query"].as_str().filter(|q| q.contains("list-type=2")))
-        .collect();
+    let queries = crate::remote::listings(&log);
     assert_eq!(
         queries[0], "delimiter=%2F&list-type=2&prefix=data%2Fdt%2F",
         "{queries:?}"
@@ -1152,10 +1149,7 @@ fn an_iceberg_table_in_object_storage_reads_as_on_disk() {
     // Found by its folder's top level and its metadata/ listing, each
     // metadata file, manifest list and manifest fetched once (one GET, no
     // size request first).
-    let queries: Vec<&str> = log
-        .iter()
-        .filter_map(|r| r["query"].as_str().filter(|q| q.contains("list-type=2")))
-        .collect();
+    let queries = crate::remote::listings(&log);
     assert_eq!(
         queries[..2],
         [

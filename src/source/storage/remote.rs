@@ -546,21 +546,18 @@ pub(crate) fn list_below_later(folders: Vec<String>, hidden: bool) {
     running.retain(|l| !*l.ended.lock().unwrap_or_else(|e| e.into_inner()));
     running.push(listing.clone());
     drop(running);
-    let run = Arc::new(Mutex::new(Some(move || {
+    let finish = move |listing: &Later| {
         let _ = list_below(&listing.folders, hidden);
         *listing.ended.lock().unwrap_or_else(|e| e.into_inner()) = true;
         listing.end.notify_all();
-    })));
-    let take = |run: &Mutex<Option<_>>| run.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let theirs = run.clone();
+    };
+    let theirs = listing.clone();
     let spawned = std::thread::Builder::new()
         .name("preflight-list".into())
-        .spawn(move || take(&theirs).map(|run| run()));
+        .spawn(move || finish(&theirs));
     // No thread to be had: listed now.
-    if spawned.is_err()
-        && let Some(run) = take(&run)
-    {
-        run();
+    if spawned.is_err() {
+        finish(&listing);
     }
 }
 
@@ -947,38 +944,14 @@ impl Object {
         if let Some(all) = self.kept_whole() {
             return Ok(all);
         }
-        let size = match self.size {
-            Some(size) => size,
-            None => self.request(None)?.0,
-        };
-        if size > WHOLE_MAX {
-            return Err(ReadError::new(format!(
+        let all = self.whole_within(WHOLE_MAX)?.map_err(|size| {
+            ReadError::new(format!(
                 "the server does not serve byte ranges (it answered a ranged GET with the whole object); \
                  objects up to {} MiB are then read whole, and this one is {size} bytes: serve it from a \
                  server that answers Range requests, or download it and check the copy",
                 WHOLE_MAX >> 20
-            )));
-        }
-        let store = &self.store;
-        let options = GetOptions {
-            if_match: self.pinned(),
-            ..Default::default()
-        };
-        let key = self.key.clone();
-        let (meta, all) = runtime()
-            .block_on(async {
-                let r = store.store.get_opts(&key, options).await?;
-                let meta = r.meta.clone();
-                let bytes = r.bytes().await?;
-                REQUESTS.fetch_add(1, Ordering::Relaxed);
-                BYTES.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                Ok::<_, object_store::Error>((meta, bytes))
-            })
-            .map_err(|e| ReadError::new(describe(&e, &store.credentials)))?;
-        self.pin(&meta)?;
-        if all.len() as u64 != size || meta.size != size {
-            return Err(changed());
-        }
+            ))
+        })?;
         let mut kept = wholes().lock().unwrap_or_else(|e| e.into_inner());
         kept.push_back((self.url.clone(), all.clone()));
         let mut total: u64 = kept.iter().map(|(_, b)| b.len() as u64).sum();

@@ -266,7 +266,10 @@ pub(super) fn in_storage(url: &str, at: Option<TableAt>) -> Result<InStorage, St
     if let Some(metadata) = top.folders.iter().find(|f| name(f) == "metadata") {
         let files: Vec<(String, std::path::PathBuf)> = remote::list_with_hidden(metadata)?
             .into_iter()
-            .filter(|(u, _)| !u[metadata.len().min(u.len())..].contains('/'))
+            .filter(|(u, _)| {
+                u.strip_prefix(metadata.as_str())
+                    .is_some_and(|name| !name.contains('/'))
+            })
             .map(|(u, _)| (name(&u), std::path::PathBuf::from(u)))
             .collect();
         if files
