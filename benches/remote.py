@@ -10,7 +10,9 @@ whose duckdb can load httpfs; default PEER_PY), TOKENS_SRC (tokens_bad.parquet
 of the shared benchmark, sliced into shards), SHARDS (per set, default 500),
 LABEL_ROWS (default 20000), TOKEN_ROWS (default 1000), REPS (default 3,
 median kept), SCHEMAS (../shared/bench/schemas), SERVER (moto, default, or
-s3s: the timed runs and the floor against s3s-fs, S3S_FS its binary).
+s3s: the timed runs and the floor against s3s-fs, S3S_FS its binary, with
+TCP_NODELAY set on its connections by benches/nodelay.c unless
+S3S_NODELAY=0).
 
 Two sets of SHARDS objects each, 2 x 500 = 1,000 by default:
   labels/  the shared benchmark's labels shape (label int64, f0..f3 float32,
@@ -258,8 +260,17 @@ def start_s3s():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    env = dict(os.environ)
+    if os.environ.get("S3S_NODELAY", "1") != "0":
+        # TCP_NODELAY on its connections, as production servers set it
+        # (benches/nodelay.c says why); S3S_NODELAY=0 leaves it off.
+        shim = os.path.join(WORK, "nodelay.so")
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, os.path.join(ROOT, "benches", "nodelay.c"),
+                        "-ldl"], check=True)
+        env["LD_PRELOAD"] = shim
     proc = subprocess.Popen([S3S_FS, "--host", "127.0.0.1", "--port", str(port), "--access-key", "bench",
-                             "--secret-key", "bench", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--secret-key", "bench", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()

@@ -15,8 +15,10 @@ are not vectorised.
 2. epoch: a DataLoader over an in-memory tokenized dataset (EPOCH_ROWS
    samples of 512 ids, default 20,000; batch 32; 2 persistent workers,
    fork), with `wrap_collate()` and without, each loader warmed by one
-   epoch; median of EPOCHS (default 16) epochs each, in ABBA order; CPU of
-   the main process and the workers (read from /proc). Twice: rows of a
+   epoch; median of EPOCHS (default 32) epochs each, in ABBA order; CPU of
+   the main process and the workers (read from /proc). Under the table:
+   the median of the guarded / plain ratio of each pair of adjacent epochs,
+   with a 95% bootstrap interval. Twice: rows of a
    NumPy array (the leanest loader there is), and a Hugging Face
    datasets.Dataset in memory in numpy format. Beside it, the guard's own
    CPU per batch of that case (REPS x 10 batches in this process).
@@ -152,18 +154,35 @@ def bench_epoch(rows, hf=False):
         epoch(guarded)  # starts the workers
         walls[guarded].clear()
         cpus[guarded].clear()
-    # ABBA order: a drift of the machine's speed falls on both alike.
-    for i in range(int(os.environ.get("EPOCHS", 16))):
+    # Pairs of adjacent epochs in ABBA order: a drift of the machine's speed
+    # falls on both epochs of a pair alike.
+    for i in range(int(os.environ.get("EPOCHS", 32))):
         for guarded in (True, False) if i % 2 == 0 else (False, True):
             epoch(guarded)
     del loaders
     kind = "a datasets.Dataset in memory (numpy format)" if hf else "NumPy rows"
     case = f"epoch: DataLoader over {kind}, {rows:,} x 512, 2 persistent workers"
     med = statistics.median
+    for name, runs in (("wall", walls), ("CPU", cpus)):
+        ratios = [g / p for g, p in zip(runs[True], runs[False])]
+        low, high = median_interval(ratios)
+        PAIRED.append(f"{case}, {name}: guarded / plain per pair of epochs, median {med(ratios):.3f} (95% interval {low:.3f}-{high:.3f}, {len(ratios)} pairs)")
     return [
         (case + ", wall", "no guard", med(walls[False]), med(walls[True])),
         (case + ", CPU (main and workers)", "no guard", med(cpus[False]), med(cpus[True])),
     ]
+
+
+#: The epoch cases' paired ratios, printed under the table.
+PAIRED = []
+
+
+def median_interval(xs, resamples=10_000):
+    """A 95% bootstrap interval of the median of xs (a fixed seed, so a
+    run's numbers are reproducible from its samples)."""
+    rng = np.random.default_rng(0)
+    meds = np.median(rng.choice(np.asarray(xs), (resamples, len(xs))), axis=1)
+    return float(np.quantile(meds, 0.025)), float(np.quantile(meds, 0.975))
 
 
 def workers_cpu(loader):
@@ -268,6 +287,9 @@ def main():
     for case, peer, theirs, ours in rows:
         # Seconds, to four significant digits (a batch takes microseconds).
         print(f"| {case} | {peer} | {theirs:.4g} | {ours:.4g} | {theirs / ours:.2f}x |")
+    print()
+    for line in PAIRED:
+        print(f"- {line}")
 
 
 if __name__ == "__main__":

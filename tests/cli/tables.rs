@@ -1159,6 +1159,10 @@ fn an_iceberg_table_in_object_storage_reads_as_on_disk() {
         "{queries:?}"
     );
     assert!(!queries.contains(&"list-type=2&prefix=wh%2Fdb%2Ft%2F"), "{queries:?}");
+    // The data folder is listed once, beside the manifests' reads (the
+    // proof that files never opened are there); no partition again.
+    let below_data: Vec<&&str> = queries.iter().filter(|q| q.contains("%2Fdata%2F")).collect();
+    assert_eq!(below_data, [&"list-type=2&prefix=wh%2Fdb%2Ft%2Fdata%2F"], "{queries:?}");
     let metadata: Vec<&str> = log
         .iter()
         .filter_map(|r| r["path"].as_str().filter(|p| p.contains("/metadata/")))

@@ -521,6 +521,17 @@ pub(crate) fn listed_size_after_listings(url: &Path) -> Option<u64> {
     listed().lock().unwrap_or_else(|e| e.into_inner()).get(url).copied()
 }
 
+/// Whether a listing [`list_below_later`] started, still running, covers
+/// the URL.
+pub(crate) fn being_listed(url: &Path) -> bool {
+    let Some(url) = url.to_str() else {
+        return false;
+    };
+    later().lock().unwrap_or_else(|e| e.into_inner()).iter().any(|l| {
+        !*l.ended.lock().unwrap_or_else(|e| e.into_inner()) && l.folders.iter().any(|f| url.starts_with(f.as_str()))
+    })
+}
+
 /// A listing running on a thread of its own.
 struct Later {
     folders: Vec<String>,
@@ -857,25 +868,83 @@ pub(crate) fn traffic() -> (u64, u64) {
 }
 
 /// Objects read whole as [`Object::whole_within`] reads one (each within
-/// its limit, `limits[i]` bytes), all requests in flight at once (many
+/// its limit, `limits[i]` bytes), many requests in flight at once (many
 /// small files, such as a table's manifests, wait on round trips, not on
-/// bandwidth); in the order of `urls`.
-pub(crate) fn wholes_within(urls: &[&Path], limits: &[u64]) -> Vec<Result<Result<Bytes, u64>, ReadError>> {
-    use futures_util::StreamExt;
-    let objects: Vec<(Result<Object, ReadError>, u64)> =
-        urls.iter().zip(limits).map(|(u, l)| (Object::open(u), *l)).collect();
-    let at_once = objects.len().max(1);
-    runtime().block_on(
-        futures_util::stream::iter(objects)
-            .map(|(o, limit)| async move {
-                match o {
-                    Ok(o) => o.whole_within_async(limit).await,
-                    Err(e) => Err(e),
+/// bandwidth). Each arrival is handed to `each` on the rayon pool while the
+/// rest are still in flight, so a slow response holds up nothing else. At
+/// most `budget` bytes of limits are fetched or being handed at once (one
+/// object always), which bounds memory. The results are in the order of
+/// `urls`.
+pub(crate) fn wholes_each<T: Send>(
+    urls: &[&Path],
+    limits: &[u64],
+    budget: u64,
+    each: impl Fn(usize, Result<Result<Bytes, u64>, ReadError>) -> T + Sync,
+) -> Vec<T> {
+    use futures_util::FutureExt;
+    use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+    // A panic on either side comes back as a message, never as a silence
+    // this loop would wait on forever.
+    enum Done {
+        Fetched(usize, Result<Result<Bytes, u64>, ReadError>),
+        Handed(usize, std::thread::Result<()>),
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Done>();
+    let out: Vec<Mutex<Option<T>>> = std::iter::repeat_with(|| Mutex::new(None)).take(urls.len()).collect();
+    let (mut next, mut held, mut busy) = (0, 0u64, 0usize);
+    rayon::scope(|s| {
+        let rx = rx;
+        loop {
+            while next < urls.len() && (busy == 0 || held.saturating_add(limits[next]) <= budget) {
+                let (i, limit, tx) = (next, limits[next], tx.clone());
+                match Object::open(urls[i]) {
+                    Ok(o) => {
+                        runtime().spawn(async move {
+                            let fetched = AssertUnwindSafe(o.whole_within_async(limit))
+                                .catch_unwind()
+                                .await
+                                .unwrap_or_else(|_| Err(ReadError::new("the read failed (a panic in the I/O layer)")));
+                            let _ = tx.send(Done::Fetched(i, fetched));
+                        });
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Done::Fetched(i, Err(e)));
+                    }
                 }
-            })
-            .buffered(at_once)
-            .collect(),
-    )
+                held = held.saturating_add(limit);
+                (next, busy) = (next + 1, busy + 1);
+            }
+            if busy == 0 {
+                break;
+            }
+            match rx.recv() {
+                Ok(Done::Fetched(i, fetched)) => {
+                    let (tx, each, slot) = (tx.clone(), &each, &out[i]);
+                    s.spawn(move |_| {
+                        let handed = catch_unwind(AssertUnwindSafe(|| {
+                            let value = each(i, fetched);
+                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+                        }));
+                        let _ = tx.send(Done::Handed(i, handed));
+                    });
+                }
+                Ok(Done::Handed(_, Err(panic))) => resume_unwind(panic),
+                Ok(Done::Handed(i, Ok(()))) => {
+                    held -= limits[i];
+                    busy -= 1;
+                }
+                // Unreachable while `tx` is held here.
+                Err(_) => break,
+            }
+        }
+    });
+    out.into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every object is handed once")
+        })
+        .collect()
 }
 
 /// One object, read by ranges pinned to the version its first response
@@ -1358,6 +1427,83 @@ fn redact(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server on 127.0.0.1 answering `GET /<n>` with n bytes, after a
+    /// pause, one connection per thread; it counts the most requests it
+    /// held at once.
+    fn slow_server() -> (String, Arc<AtomicU64>) {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (now, most) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let seen = Arc::clone(&most);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (now, most) = (Arc::clone(&now), Arc::clone(&most));
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let n: usize = line.split(' ').nth(1).and_then(|p| p[1..].parse().ok()).unwrap_or(0);
+                        while reader.read_line(&mut line).is_ok_and(|k| k > 2) {}
+                        most.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(30));
+                        now.fetch_sub(1, Ordering::SeqCst);
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\nLast-Modified: Mon, 07 Dec 2026 00:00:00 GMT\r\nETag: \"{n}\"\r\n\r\n"
+                        );
+                        if stream
+                            .write_all(head.as_bytes())
+                            .and_then(|_| stream.write_all(&vec![b'x'; n]))
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, seen)
+    }
+
+    #[test]
+    fn wholes_arrive_in_order_within_the_budget() {
+        let (url, most) = slow_server();
+        let urls: Vec<std::path::PathBuf> = (1..=8).map(|n| format!("{url}/{n}").into()).collect();
+        let paths: Vec<&Path> = urls.iter().map(|u| u.as_path()).collect();
+        // Limits of 10 bytes in a budget of 25: two objects at once.
+        let sizes = wholes_each(&paths, &[10; 8], 25, |i, got| (i, got.map(|r| r.map(|b| b.len()))));
+        let want: Vec<_> = (0..8).map(|i| (i, Ok(Ok(i + 1)))).collect();
+        assert_eq!(
+            sizes
+                .iter()
+                .map(|(i, r)| (*i, r.clone().map_err(|e| e.to_string())))
+                .collect::<Vec<_>>(),
+            want
+        );
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+        // An object past its limit is its size; a budget smaller than one
+        // limit still reads one at a time.
+        let big = wholes_each(&paths[7..], &[5], 1, |_, got| got.map(|r| r.map(|b| b.len())));
+        assert!(matches!(big[..], [Ok(Err(8))]), "{big:?}");
+    }
+
+    #[test]
+    fn a_panic_while_handing_comes_back_as_a_panic() {
+        let (url, _) = slow_server();
+        let urls: Vec<std::path::PathBuf> = (1..=3).map(|n| format!("{url}/{n}").into()).collect();
+        let paths: Vec<&Path> = urls.iter().map(|u| u.as_path()).collect();
+        let caught = std::panic::catch_unwind(|| {
+            wholes_each(&paths, &[10; 3], 100, |i, _| {
+                assert_ne!(i, 1, "the second object");
+            })
+        });
+        assert!(caught.is_err());
+    }
 
     #[test]
     fn urls_split_into_root_and_key() {

@@ -131,7 +131,7 @@ pub(crate) fn read(root: &Path, shown: &str, kind: Table, at: Option<TableAt>) -
 /// ([`view::Summarized`]): the sizes of the table's objects from listings
 /// (not a request per file) of the folders holding them, side by side and
 /// beside the reads of the files that are opened; unless a listing that
-/// found the table already gave them.
+/// found the table already gave them, or one is already running.
 fn list_unless_listed(root: &Path, files: &[super::discover::DataFile]) {
     use crate::source::storage::remote;
     // More folders than this: the table's root is listed whole instead.
@@ -141,7 +141,7 @@ fn list_unless_listed(root: &Path, files: &[super::discover::DataFile]) {
     // inside another, listed at once.
     let mut holding: Vec<String> = files
         .iter()
-        .filter(|f| remote::is_url(&f.path) && remote::listed_size(&f.path).is_none())
+        .filter(|f| remote::is_url(&f.path) && remote::listed_size(&f.path).is_none() && !remote::being_listed(&f.path))
         .filter_map(|f| {
             let url = f.path.to_str()?;
             Some(url[..url.rfind('/')? + 1].to_string())

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value as Json;
 
@@ -90,15 +91,42 @@ impl Value {
 #[derive(Debug)]
 pub(crate) struct File {
     pub metadata: HashMap<String, Vec<u8>>,
-    pub schema: Schema,
+    pub schema: Arc<Schema>,
     pub records: Vec<Value>,
+}
+
+/// Writer schemas already parsed, by their JSON text. The manifests of one
+/// table mostly share one schema, and parsing it costs more than decoding a
+/// small manifest's records, so the files of one read share this.
+#[derive(Debug, Default)]
+pub(crate) struct Schemas(Mutex<HashMap<Vec<u8>, Arc<Schema>>>);
+
+impl Schemas {
+    /// The most schemas kept: a table with more (hostile, or evolved that
+    /// often) has the rest parsed per file.
+    const KEPT: usize = 64;
+
+    fn parsed(&self, text: &[u8]) -> Result<Arc<Schema>, String> {
+        if let Some(schema) = self.0.lock().ok().and_then(|m| m.get(text).cloned()) {
+            return Ok(schema);
+        }
+        let json: Json =
+            serde_json::from_slice(text).map_err(|e| format!("the Avro header's schema is not JSON: {e}"))?;
+        let schema = Arc::new(parse(&json, &mut HashMap::new(), 0)?);
+        if let Ok(mut kept) = self.0.lock()
+            && kept.len() < Self::KEPT
+        {
+            kept.insert(text.to_vec(), Arc::clone(&schema));
+        }
+        Ok(schema)
+    }
 }
 
 impl File {
     /// The record field with Iceberg id `id` (or else named `name`), by
     /// its place in the writer schema.
     pub(crate) fn field(&self, id: i32, name: &str) -> Option<usize> {
-        let Schema::Record(fields) = &self.schema else {
+        let Schema::Record(fields) = self.schema.as_ref() else {
             return None;
         };
         fields
@@ -108,8 +136,9 @@ impl File {
     }
 }
 
-/// Decodes a whole container file.
-pub(crate) fn read(bytes: &[u8]) -> Result<File, String> {
+/// Decodes a whole container file, its writer schema parsed once per
+/// `schemas`.
+pub(crate) fn read(bytes: &[u8], schemas: &Schemas) -> Result<File, String> {
     let mut r = Cursor { bytes, at: 0 };
     if r.take(4)? != b"Obj\x01" {
         return Err("not an Avro container file (no Obj\\x01 magic)".into());
@@ -127,8 +156,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<File, String> {
     let text = metadata
         .get("avro.schema")
         .ok_or("the Avro header has no avro.schema")?;
-    let json: Json = serde_json::from_slice(text).map_err(|e| format!("the Avro header's schema is not JSON: {e}"))?;
-    let schema = parse(&json, &mut HashMap::new(), 0)?;
+    let schema = schemas.parsed(text)?;
     let codec = match metadata
         .get("avro.codec")
         .map(|c| String::from_utf8_lossy(c).into_owned())
@@ -179,7 +207,8 @@ fn inflate(codec: &str, raw: &[u8]) -> Result<Vec<u8>, String> {
     };
     match codec {
         "null" => Ok(raw.to_vec()),
-        "deflate" => bounded(Box::new(flate2::read::DeflateDecoder::new(raw))),
+        // The block is in memory: no buffered reader over it.
+        "deflate" => bounded(Box::new(flate2::bufread::DeflateDecoder::new(raw))),
         "zstandard" => bounded(Box::new(
             zstd::stream::read::Decoder::new(raw).map_err(|e| format!("a zstandard block: {e}"))?,
         )),
@@ -444,6 +473,10 @@ fn blocks<'a, T>(
 mod tests {
     use super::*;
 
+    fn read(bytes: &[u8]) -> Result<File, String> {
+        super::read(bytes, &Schemas::default())
+    }
+
     fn zigzag(out: &mut Vec<u8>, v: i64) {
         let mut z = ((v << 1) ^ (v >> 63)) as u64;
         loop {
@@ -559,6 +592,33 @@ mod tests {
                 ])
             );
         }
+    }
+
+    #[test]
+    fn files_sharing_a_schema_share_its_parse() {
+        let schemas = Schemas::default();
+        let one = container(SCHEMA, "deflate", &[(1, record("a", None, &[]))]);
+        let two = container(SCHEMA, "null", &[(1, record("b", Some(2), &[]))]);
+        let other = SCHEMA.replace("\"n\"", "\"count\"");
+        let three = container(&other, "null", &[(1, record("c", None, &[]))]);
+        let (one, two, three) = (
+            super::read(&one, &schemas).unwrap(),
+            super::read(&two, &schemas).unwrap(),
+            super::read(&three, &schemas).unwrap(),
+        );
+        assert!(Arc::ptr_eq(&one.schema, &two.schema));
+        assert!(!Arc::ptr_eq(&one.schema, &three.schema));
+        let Schema::Record(fields) = three.schema.as_ref() else {
+            panic!("{:?}", three.schema)
+        };
+        assert_eq!(fields[1].name, "count");
+        assert_eq!(
+            two.records[0],
+            Value::Record(vec![Value::String("b".into()), Value::Long(2), Value::Array(vec![])])
+        );
+        // A file whose schema is not JSON is an error, and is not kept.
+        assert!(super::read(&container("{", "null", &[]), &schemas).is_err());
+        assert_eq!(schemas.0.lock().unwrap().len(), 2);
     }
 
     #[test]

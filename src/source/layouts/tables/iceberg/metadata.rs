@@ -56,6 +56,9 @@ pub(super) struct Metadata {
     /// `schema.name-mapping.default`: the names a top-level field id was
     /// written under, for data files without field ids.
     pub name_mapping: HashMap<i32, Vec<String>>,
+    /// Whether properties put new data files elsewhere than the default
+    /// `data/` below the table's location.
+    pub data_elsewhere: bool,
 }
 
 impl Metadata {
@@ -271,6 +274,13 @@ fn parse(json: &Json) -> Result<Metadata, String> {
             ))
         })
         .collect();
+    let data_elsewhere = [
+        "write.data.path",
+        "write.folder-storage.path",
+        "write.object-storage.path",
+    ]
+    .iter()
+    .any(|k| json.get("properties").and_then(|p| p.get(k)).is_some());
     Ok(Metadata {
         format_version,
         location,
@@ -281,6 +291,7 @@ fn parse(json: &Json) -> Result<Metadata, String> {
         current_snapshot_id,
         snapshot_log,
         name_mapping,
+        data_elsewhere,
     })
 }
 

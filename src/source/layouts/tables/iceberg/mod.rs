@@ -31,13 +31,10 @@ use crate::source::read::Source;
 use crate::source::storage;
 use deletes::Delete;
 
-/// Manifests of a table in object storage fetched in one batch (the bytes
-/// of a batch are held until its manifests are decoded).
-const REMOTE_MANIFESTS: usize = 128;
-
-/// At most this many bytes of manifests in one batch, by the lengths the
-/// manifest list gives.
-const BATCH_BYTES: u64 = 256 << 20;
+/// At most this many bytes of a table's manifests in object storage are in
+/// flight or being decoded at once, each counted at its
+/// [`Manifest::limit`] (so at most 256 manifests at once).
+const MANIFEST_BYTES: u64 = 256 << 20;
 
 /// The largest manifest list or manifest read.
 const MAX_MANIFEST: u64 = 512 << 20;
@@ -155,30 +152,34 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
         shown: shown.trim_end_matches('/').to_string(),
         remote,
     };
-    let manifests = manifests(&meta, snapshot, &places)?;
+    // In object storage, the default data folder is listed while the
+    // manifests are read: the files their metrics settle are never opened,
+    // and that listing is how they are known to be there.
+    if remote && !meta.data_elsewhere {
+        let data = format!("{}/data/", places.root.to_string_lossy().trim_end_matches('/'));
+        storage::remote::list_below_later(vec![data], true);
+    }
+    // The manifest list and the manifests mostly share their writer schemas.
+    let schemas = avro::Schemas::default();
+    let manifests = manifests(&meta, snapshot, &places, &schemas)?;
     let entries: Vec<Vec<Entry>> = {
         use rayon::prelude::*;
         match remote {
-            // Manifests in object storage wait on round trips: fetched in
-            // batches, many requests in flight, then decoded in parallel.
+            // Manifests in object storage wait on round trips: many in
+            // flight, each decoded as it arrives.
             true => {
-                let mut all = Vec::with_capacity(manifests.len());
-                for batch in batches(&manifests) {
-                    let paths: Vec<&Path> = batch.iter().map(|m| m.path.as_path()).collect();
-                    let limits: Vec<u64> = batch.iter().map(Manifest::limit).collect();
-                    let fetched = storage::remote::wholes_within(&paths, &limits);
-                    let decoded: Vec<Vec<Entry>> = batch
-                        .par_iter()
-                        .zip(fetched)
-                        .map(|(m, bytes)| entries(m, manifest_bytes(m, bytes)?, meta.format_version))
-                        .collect::<Result<_, String>>()?;
-                    all.extend(decoded);
-                }
-                all
+                let paths: Vec<&Path> = manifests.iter().map(|m| m.path.as_path()).collect();
+                let limits: Vec<u64> = manifests.iter().map(Manifest::limit).collect();
+                storage::remote::wholes_each(&paths, &limits, MANIFEST_BYTES, |i, fetched| {
+                    let m = &manifests[i];
+                    entries(m, manifest_bytes(m, fetched, &schemas)?, meta.format_version)
+                })
+                .into_iter()
+                .collect::<Result<_, String>>()?
             }
             false => manifests
                 .par_iter()
-                .map(|m| entries(m, avro_file(&m.path)?, meta.format_version))
+                .map(|m| entries(m, avro_file(&m.path, &schemas)?, meta.format_version))
                 .collect::<Result<_, String>>()?,
         }
     };
@@ -296,29 +297,15 @@ impl Manifest {
     }
 }
 
-/// `manifests` in batches of at most [`REMOTE_MANIFESTS`] files and
-/// [`BATCH_BYTES`] bytes (each counted at its [`Manifest::limit`]).
-fn batches(manifests: &[Manifest]) -> Vec<&[Manifest]> {
-    let mut out = Vec::new();
-    let (mut start, mut bytes) = (0, 0u64);
-    for (i, m) in manifests.iter().enumerate() {
-        if i > start && (i - start == REMOTE_MANIFESTS || bytes + m.limit() > BATCH_BYTES) {
-            out.push(&manifests[start..i]);
-            (start, bytes) = (i, 0);
-        }
-        bytes += m.limit();
-    }
-    if start < manifests.len() {
-        out.push(&manifests[start..]);
-    }
-    out
-}
-
 /// A manifest fetched whole, decoded as Avro.
-fn manifest_bytes(m: &Manifest, fetched: Result<Result<bytes::Bytes, u64>, ReadError>) -> Result<avro::File, String> {
+fn manifest_bytes(
+    m: &Manifest,
+    fetched: Result<Result<bytes::Bytes, u64>, ReadError>,
+    schemas: &avro::Schemas,
+) -> Result<avro::File, String> {
     let name = m.path.display();
     match fetched.map_err(|e| format!("{name}: {e}"))? {
-        Ok(bytes) => avro::read(&bytes).map_err(|e| format!("{name}: {e}")),
+        Ok(bytes) => avro::read(&bytes, schemas).map_err(|e| format!("{name}: {e}")),
         Err(size) => Err(match m.length {
             Some(n) => format!("{name}: a manifest of {size} bytes, where the manifest list says {n}"),
             None => format!("{name}: a manifest of {size} bytes"),
@@ -330,6 +317,7 @@ fn manifests(
     meta: &metadata::Metadata,
     snapshot: &metadata::Snapshot,
     places: &Places,
+    schemas: &avro::Schemas,
 ) -> Result<Vec<Manifest>, String> {
     let Some(list) = &snapshot.manifest_list else {
         // v1: the manifests inline, data only, sequence number 0.
@@ -347,7 +335,7 @@ fn manifests(
             .collect();
     };
     let path = places.locate(list)?.0;
-    let file = avro_file(&path)?;
+    let file = avro_file(&path, schemas)?;
     let at = |id, name| file.field(id, name);
     let path_at = at(500, "manifest_path").ok_or_else(|| format!("{list}: no manifest_path"))?;
     let length_at = at(501, "manifest_length");
@@ -382,12 +370,12 @@ fn manifests(
     Ok(out)
 }
 
-fn avro_file(path: &Path) -> Result<avro::File, String> {
+fn avro_file(path: &Path, schemas: &avro::Schemas) -> Result<avro::File, String> {
     let bytes = storage::read_whole(path, MAX_MANIFEST, |n| {
         ReadError::new(format!("a manifest of {n} bytes"))
     })
     .map_err(|e| format!("{}: {e}", path.display()))?;
-    avro::read(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    avro::read(&bytes, schemas).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A live entry of a manifest, with what it inherits filled in.
@@ -432,7 +420,7 @@ fn entries(m: &Manifest, file: avro::File, format_version: i64) -> Result<Vec<En
             .and_then(|s| std::str::from_utf8(s).ok()?.parse().ok())
             .unwrap_or(0),
     };
-    let avro::Schema::Record(fields) = &file.schema else {
+    let avro::Schema::Record(fields) = file.schema.as_ref() else {
         return Err(format!("{name}: a manifest whose records are not records"));
     };
     let status_at = file.field(0, "status").ok_or_else(|| format!("{name}: no status"))?;
