@@ -16,12 +16,14 @@ are not vectorised.
    samples of 512 ids, default 20,000; batch 32; 2 persistent workers,
    fork), with `wrap_collate()` and without, each loader warmed by one
    epoch; median of EPOCHS (default 32) epochs each, in ABBA order; CPU of
-   the main process and the workers (read from /proc). Under the table:
-   the median of the guarded / plain ratio of each pair of adjacent epochs,
-   with a 95% bootstrap interval. Twice: rows of a
+   the main process and the workers (read from /proc). Twice: rows of a
    NumPy array (the leanest loader there is), and a Hugging Face
-   datasets.Dataset in memory in numpy format. Beside it, the guard's own
-   CPU per batch of that case (REPS x 10 batches in this process).
+   datasets.Dataset in memory in numpy format; then the NumPy case once
+   more with no guard on either side (A/A), the spread of the method
+   itself. Under the table: the median of the guarded / plain ratio of
+   each pair of adjacent epochs, with a 95% bootstrap interval. Beside it,
+   the guard's own CPU per batch of that case (REPS x 10 batches in this
+   process).
 3. start: the whole-dataset check a training callback runs at its start, on
    a datasets.Dataset of START_ROWS rows (default 2,000,000) of 64 int32 ids,
    labels and masks in its cache file: `validator.check_dataset(ds)` against
@@ -118,7 +120,7 @@ class Tokenized(torch.utils.data.Dataset):
         return {"input_ids": self.ids[i], "attention_mask": np.ones(512, dtype=np.int64), "labels": self.labels[i]}
 
 
-def bench_epoch(rows, hf=False):
+def bench_epoch(rows, hf=False, guard=True):
     import multiprocessing
 
     data = Tokenized(rows)
@@ -138,7 +140,9 @@ def bench_epoch(rows, hf=False):
             data, batch_size=32, num_workers=2, multiprocessing_context=ctx, collate_fn=collate, persistent_workers=True
         )
 
-    loaders = {True: loader(v.wrap_collate()), False: loader(None)}
+    # guard=False: the same loader on both sides (A/A), which shows what
+    # the method reads from noise alone.
+    loaders = {True: loader(v.wrap_collate() if guard else None), False: loader(None)}
     walls, cpus = {True: [], False: []}, {True: [], False: []}
 
     def epoch(guarded):
@@ -162,6 +166,8 @@ def bench_epoch(rows, hf=False):
     del loaders
     kind = "a datasets.Dataset in memory (numpy format)" if hf else "NumPy rows"
     case = f"epoch: DataLoader over {kind}, {rows:,} x 512, 2 persistent workers"
+    if not guard:
+        case += " (A/A: no guard on either side)"
     med = statistics.median
     for name, runs in (("wall", walls), ("CPU", cpus)):
         ratios = [g / p for g, p in zip(runs[True], runs[False])]
@@ -278,6 +284,7 @@ def main():
         bench_guard(int(os.environ.get("REPS", 200)) * 10),
         *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000))),
         *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), hf=True),
+        *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), guard=False),
         bench_start(work, int(os.environ.get("START_ROWS", 2_000_000))),
     ]
     print(f"torch {torch.__version__}, preflight {preflight.__version__}, {os.cpu_count()} CPUs")
