@@ -883,20 +883,44 @@ pub(crate) fn wholes_each<T: Send>(
 ) -> Vec<T> {
     use futures_util::FutureExt;
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+    use std::sync::mpsc;
+    type Fetched = Result<Result<Bytes, u64>, ReadError>;
     // A panic on either side comes back as a message, never as a silence
     // this loop would wait on forever.
     enum Done {
-        Fetched(usize, Result<Result<Bytes, u64>, ReadError>),
+        Fetched(usize, Fetched),
         Handed(usize, std::thread::Result<()>),
     }
-    let (tx, rx) = std::sync::mpsc::channel::<Done>();
+    // Threads of their own hand the objects over, not rayon's: this loop
+    // blocks while it waits, and blocking a pool's only worker (one core,
+    // or a caller on a rayon thread) would leave the handing undone.
+    let handers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    let (done_tx, done) = mpsc::channel::<Done>();
     let out: Vec<Mutex<Option<T>>> = std::iter::repeat_with(|| Mutex::new(None)).take(urls.len()).collect();
-    let (mut next, mut held, mut busy) = (0, 0u64, 0usize);
-    rayon::scope(|s| {
-        let rx = rx;
+    let (work_tx, work) = mpsc::channel::<(usize, Fetched)>();
+    let work = Mutex::new(work);
+    std::thread::scope(|s| {
+        // Owned here: dropped when this ends or unwinds, which ends the
+        // handers.
+        let work_tx = work_tx;
+        for _ in 0..handers.min(urls.len()) {
+            let (work, done_tx, each, out) = (&work, done_tx.clone(), &each, &out);
+            s.spawn(move || {
+                loop {
+                    let job = work.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((i, fetched)) = job else { break };
+                    let handed = catch_unwind(AssertUnwindSafe(|| {
+                        let value = each(i, fetched);
+                        *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+                    }));
+                    let _ = done_tx.send(Done::Handed(i, handed));
+                }
+            });
+        }
+        let (mut next, mut held, mut busy) = (0, 0u64, 0usize);
         loop {
             while next < urls.len() && (busy == 0 || held.saturating_add(limits[next]) <= budget) {
-                let (i, limit, tx) = (next, limits[next], tx.clone());
+                let (i, limit, done_tx) = (next, limits[next], done_tx.clone());
                 match Object::open(urls[i]) {
                     Ok(o) => {
                         runtime().spawn(async move {
@@ -904,11 +928,11 @@ pub(crate) fn wholes_each<T: Send>(
                                 .catch_unwind()
                                 .await
                                 .unwrap_or_else(|_| Err(ReadError::new("the read failed (a panic in the I/O layer)")));
-                            let _ = tx.send(Done::Fetched(i, fetched));
+                            let _ = done_tx.send(Done::Fetched(i, fetched));
                         });
                     }
                     Err(e) => {
-                        let _ = tx.send(Done::Fetched(i, Err(e)));
+                        let _ = done_tx.send(Done::Fetched(i, Err(e)));
                     }
                 }
                 held = held.saturating_add(limit);
@@ -917,26 +941,20 @@ pub(crate) fn wholes_each<T: Send>(
             if busy == 0 {
                 break;
             }
-            match rx.recv() {
+            match done.recv() {
                 Ok(Done::Fetched(i, fetched)) => {
-                    let (tx, each, slot) = (tx.clone(), &each, &out[i]);
-                    s.spawn(move |_| {
-                        let handed = catch_unwind(AssertUnwindSafe(|| {
-                            let value = each(i, fetched);
-                            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
-                        }));
-                        let _ = tx.send(Done::Handed(i, handed));
-                    });
+                    let _ = work_tx.send((i, fetched));
                 }
                 Ok(Done::Handed(_, Err(panic))) => resume_unwind(panic),
                 Ok(Done::Handed(i, Ok(()))) => {
-                    held -= limits[i];
+                    held = held.saturating_sub(limits[i]);
                     busy -= 1;
                 }
-                // Unreachable while `tx` is held here.
+                // Unreachable while `done_tx` is held here.
                 Err(_) => break,
             }
         }
+        drop(work_tx);
     });
     out.into_iter()
         .map(|slot| {
@@ -1490,6 +1508,30 @@ mod tests {
         // limit still reads one at a time.
         let big = wholes_each(&paths[7..], &[5], 1, |_, got| got.map(|r| r.map(|b| b.len())));
         assert!(matches!(big[..], [Ok(Err(8))]), "{big:?}");
+    }
+
+    #[test]
+    fn wholes_are_handed_from_inside_a_one_thread_pool() {
+        // Blocking the only worker of a pool while handing there would
+        // wait forever: the call runs on a thread of its own, with a limit.
+        let (url, _) = slow_server();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let urls: Vec<std::path::PathBuf> = (1..=4).map(|n| format!("{url}/{n}").into()).collect();
+            let paths: Vec<&Path> = urls.iter().map(|u| u.as_path()).collect();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            let sizes = pool.install(|| wholes_each(&paths, &[10; 4], 100, |_, got| got.map(|r| r.map(|b| b.len()))));
+            let _ = tx.send(
+                sizes
+                    .into_iter()
+                    .map(|r| r.ok().and_then(|r| r.ok()))
+                    .collect::<Vec<_>>(),
+            );
+        });
+        let sizes = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("handed within a minute");
+        assert_eq!(sizes, [Some(1), Some(2), Some(3), Some(4)]);
     }
 
     #[test]
