@@ -883,44 +883,30 @@ pub(crate) fn wholes_each<T: Send>(
 ) -> Vec<T> {
     use futures_util::FutureExt;
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-    use std::sync::mpsc;
-    type Fetched = Result<Result<Bytes, u64>, ReadError>;
     // A panic on either side comes back as a message, never as a silence
     // this loop would wait on forever.
     enum Done {
-        Fetched(usize, Fetched),
+        Fetched(usize, Result<Result<Bytes, u64>, ReadError>),
         Handed(usize, std::thread::Result<()>),
     }
-    // Threads of their own hand the objects over, not rayon's: this loop
-    // blocks while it waits, and blocking a pool's only worker (one core,
-    // or a caller on a rayon thread) would leave the handing undone.
-    let handers = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
-    let (done_tx, done) = mpsc::channel::<Done>();
+    let (tx, rx) = std::sync::mpsc::channel::<Done>();
     let out: Vec<Mutex<Option<T>>> = std::iter::repeat_with(|| Mutex::new(None)).take(urls.len()).collect();
-    let (work_tx, work) = mpsc::channel::<(usize, Fetched)>();
-    let work = Mutex::new(work);
-    std::thread::scope(|s| {
-        // Owned here: dropped when this ends or unwinds, which ends the
-        // handers.
-        let work_tx = work_tx;
-        for _ in 0..handers.min(urls.len()) {
-            let (work, done_tx, each, out) = (&work, done_tx.clone(), &each, &out);
-            s.spawn(move || {
-                loop {
-                    let job = work.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                    let Ok((i, fetched)) = job else { break };
-                    let handed = catch_unwind(AssertUnwindSafe(|| {
-                        let value = each(i, fetched);
-                        *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
-                    }));
-                    let _ = done_tx.send(Done::Handed(i, handed));
-                }
-            });
-        }
-        let (mut next, mut held, mut busy) = (0, 0u64, 0usize);
+    let hand = |i: usize, fetched| {
+        catch_unwind(AssertUnwindSafe(|| {
+            let value = each(i, fetched);
+            *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+        }))
+    };
+    // This loop blocks while it waits, so it runs on the calling thread and
+    // hands objects to the pool; on a thread of a rayon pool (perhaps its
+    // only one) it hands them itself, as blocking there could leave the
+    // handing undone.
+    let in_pool = rayon::current_thread_index().is_some();
+    let (mut next, mut held, mut busy) = (0, 0u64, 0usize);
+    rayon::in_place_scope(|s| {
         loop {
             while next < urls.len() && (busy == 0 || held.saturating_add(limits[next]) <= budget) {
-                let (i, limit, done_tx) = (next, limits[next], done_tx.clone());
+                let (i, limit, tx) = (next, limits[next], tx.clone());
                 match Object::open(urls[i]) {
                     Ok(o) => {
                         runtime().spawn(async move {
@@ -928,11 +914,11 @@ pub(crate) fn wholes_each<T: Send>(
                                 .catch_unwind()
                                 .await
                                 .unwrap_or_else(|_| Err(ReadError::new("the read failed (a panic in the I/O layer)")));
-                            let _ = done_tx.send(Done::Fetched(i, fetched));
+                            let _ = tx.send(Done::Fetched(i, fetched));
                         });
                     }
                     Err(e) => {
-                        let _ = done_tx.send(Done::Fetched(i, Err(e)));
+                        let _ = tx.send(Done::Fetched(i, Err(e)));
                     }
                 }
                 held = held.saturating_add(limit);
@@ -941,20 +927,27 @@ pub(crate) fn wholes_each<T: Send>(
             if busy == 0 {
                 break;
             }
-            match done.recv() {
+            let done = match rx.recv() {
+                Ok(Done::Fetched(i, fetched)) if in_pool => (i, hand(i, fetched)),
                 Ok(Done::Fetched(i, fetched)) => {
-                    let _ = work_tx.send((i, fetched));
+                    let (tx, hand) = (tx.clone(), &hand);
+                    s.spawn(move |_| {
+                        let _ = tx.send(Done::Handed(i, hand(i, fetched)));
+                    });
+                    continue;
                 }
-                Ok(Done::Handed(_, Err(panic))) => resume_unwind(panic),
-                Ok(Done::Handed(i, Ok(()))) => {
+                Ok(Done::Handed(i, handed)) => (i, handed),
+                // Unreachable while `tx` is held here.
+                Err(_) => break,
+            };
+            match done {
+                (_, Err(panic)) => resume_unwind(panic),
+                (i, Ok(())) => {
                     held = held.saturating_sub(limits[i]);
                     busy -= 1;
                 }
-                // Unreachable while `done_tx` is held here.
-                Err(_) => break,
             }
         }
-        drop(work_tx);
     });
     out.into_iter()
         .map(|slot| {
