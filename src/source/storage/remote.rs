@@ -874,27 +874,32 @@ pub(crate) fn traffic() -> (u64, u64) {
 /// rest are still in flight, so a slow response holds up nothing else. At
 /// most `budget` bytes of limits are fetched or being handed at once (one
 /// object always), which bounds memory. The results are in the order of
-/// `urls`.
-pub(crate) fn wholes_each<T: Send>(
+/// `urls`; once `each` gives an error no further object is fetched, and the
+/// error of the first object (by order) that has one is the answer (every
+/// object before it was fetched, so that answer does not depend on timing).
+pub(crate) fn wholes_each<T: Send, E: Send>(
     urls: &[&Path],
     limits: &[u64],
     budget: u64,
-    each: impl Fn(usize, Result<Result<Bytes, u64>, ReadError>) -> T + Sync,
-) -> Vec<T> {
+    each: impl Fn(usize, Result<Result<Bytes, u64>, ReadError>) -> Result<T, E> + Sync,
+) -> Result<Vec<T>, E> {
     use futures_util::FutureExt;
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
     // A panic on either side comes back as a message, never as a silence
     // this loop would wait on forever.
     enum Done {
         Fetched(usize, Result<Result<Bytes, u64>, ReadError>),
-        Handed(usize, std::thread::Result<()>),
+        /// Whether `each` gave a value (not an error), or its panic.
+        Handed(usize, std::thread::Result<bool>),
     }
     let (tx, rx) = std::sync::mpsc::channel::<Done>();
-    let out: Vec<Mutex<Option<T>>> = std::iter::repeat_with(|| Mutex::new(None)).take(urls.len()).collect();
+    let out: Vec<Mutex<Option<Result<T, E>>>> = std::iter::repeat_with(|| Mutex::new(None)).take(urls.len()).collect();
     let hand = |i: usize, fetched| {
         catch_unwind(AssertUnwindSafe(|| {
             let value = each(i, fetched);
+            let ok = value.is_ok();
             *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+            ok
         }))
     };
     // This loop blocks while it waits, so it runs on the calling thread and
@@ -902,10 +907,10 @@ pub(crate) fn wholes_each<T: Send>(
     // only one) it hands them itself, as blocking there could leave the
     // handing undone.
     let in_pool = rayon::current_thread_index().is_some();
-    let (mut next, mut held, mut busy) = (0, 0u64, 0usize);
+    let (mut next, mut held, mut busy, mut failed) = (0, 0u64, 0usize, false);
     rayon::in_place_scope(|s| {
         loop {
-            while next < urls.len() && (busy == 0 || held.saturating_add(limits[next]) <= budget) {
+            while !failed && next < urls.len() && (busy == 0 || held.saturating_add(limits[next]) <= budget) {
                 let (i, limit, tx) = (next, limits[next], tx.clone());
                 match Object::open(urls[i]) {
                     Ok(o) => {
@@ -942,19 +947,17 @@ pub(crate) fn wholes_each<T: Send>(
             };
             match done {
                 (_, Err(panic)) => resume_unwind(panic),
-                (i, Ok(())) => {
+                (i, Ok(ok)) => {
                     held = held.saturating_sub(limits[i]);
                     busy -= 1;
+                    failed |= !ok;
                 }
             }
         }
     });
+    // In order, every object up to the first error was handed.
     out.into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .expect("every object is handed once")
-        })
+        .map_while(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner()))
         .collect()
 }
 
@@ -1487,7 +1490,10 @@ mod tests {
         let urls: Vec<std::path::PathBuf> = (1..=8).map(|n| format!("{url}/{n}").into()).collect();
         let paths: Vec<&Path> = urls.iter().map(|u| u.as_path()).collect();
         // Limits of 10 bytes in a budget of 25: two objects at once.
-        let sizes = wholes_each(&paths, &[10; 8], 25, |i, got| (i, got.map(|r| r.map(|b| b.len()))));
+        let sizes = wholes_each(&paths, &[10; 8], 25, |i, got| {
+            Ok::<_, ()>((i, got.map(|r| r.map(|b| b.len()))))
+        })
+        .unwrap();
         let want: Vec<_> = (0..8).map(|i| (i, Ok(Ok(i + 1)))).collect();
         assert_eq!(
             sizes
@@ -1500,7 +1506,7 @@ mod tests {
         // An object past its limit is its size; a budget smaller than one
         // limit still reads one at a time.
         let big = wholes_each(&paths[7..], &[5], 1, |_, got| got.map(|r| r.map(|b| b.len())));
-        assert!(matches!(big[..], [Ok(Err(8))]), "{big:?}");
+        assert!(matches!(big.as_deref(), Ok([Err(8)])), "{big:?}");
     }
 
     #[test]
@@ -1513,7 +1519,13 @@ mod tests {
             let urls: Vec<std::path::PathBuf> = (1..=4).map(|n| format!("{url}/{n}").into()).collect();
             let paths: Vec<&Path> = urls.iter().map(|u| u.as_path()).collect();
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-            let sizes = pool.install(|| wholes_each(&paths, &[10; 4], 100, |_, got| got.map(|r| r.map(|b| b.len()))));
+            let sizes = pool
+                .install(|| {
+                    wholes_each(&paths, &[10; 4], 100, |_, got| {
+                        Ok::<_, ()>(got.map(|r| r.map(|b| b.len())))
+                    })
+                })
+                .unwrap();
             let _ = tx.send(
                 sizes
                     .into_iter()
@@ -1528,6 +1540,22 @@ mod tests {
     }
 
     #[test]
+    fn the_first_error_stops_further_reads_and_is_the_answer() {
+        let (url, most) = slow_server();
+        let urls: Vec<std::path::PathBuf> = (1..=8).map(|n| format!("{url}/{n}").into()).collect();
+        let paths: Vec<&Path> = urls.iter().map(|u| u.as_path()).collect();
+        let handed = AtomicU64::new(0);
+        // One object at a time: objects 3 and 4 fail, 4 is never fetched.
+        let got = wholes_each(&paths, &[10; 8], 10, |i, _| {
+            handed.fetch_add(1, Ordering::SeqCst);
+            if i >= 2 { Err(i) } else { Ok(i) }
+        });
+        assert_eq!(got, Err(2));
+        assert_eq!(handed.load(Ordering::SeqCst), 3);
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
     fn a_panic_while_handing_comes_back_as_a_panic() {
         let (url, _) = slow_server();
         let urls: Vec<std::path::PathBuf> = (1..=3).map(|n| format!("{url}/{n}").into()).collect();
@@ -1535,6 +1563,7 @@ mod tests {
         let caught = std::panic::catch_unwind(|| {
             wholes_each(&paths, &[10; 3], 100, |i, _| {
                 assert_ne!(i, 1, "the second object");
+                Ok::<_, ()>(())
             })
         });
         assert!(caught.is_err());

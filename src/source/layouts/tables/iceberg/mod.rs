@@ -173,9 +173,7 @@ pub(crate) fn read(root: &Path, shown: &str, at: Option<TableAt>) -> Result<Read
                 storage::remote::wholes_each(&paths, &limits, MANIFEST_BYTES, |i, fetched| {
                     let m = &manifests[i];
                     entries(m, manifest_bytes(m, fetched, &schemas)?, meta.format_version)
-                })
-                .into_iter()
-                .collect::<Result<_, String>>()?
+                })?
             }
             false => manifests
                 .par_iter()
