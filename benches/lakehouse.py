@@ -178,6 +178,19 @@ def run(tool, url, endpoint):
     return took, cpu, json.loads(p.stdout.strip().splitlines()[-1]), None
 
 
+def run_through_crashes(tool, url, endpoint, failed):
+    """run(), repeated up to three times while the tool crashes (deltalake
+    aborts at exit now and then: "terminate called without an active
+    exception"); each crash is added to `failed`."""
+    got = run(tool, url, endpoint)
+    for _ in range(3):
+        if not isinstance(got[2], str):
+            break
+        failed.append(got[2])
+        got = run(tool, url, endpoint)
+    return got
+
+
 def copy_bucket(src, dst):
     """Every object of bucket `bench` from one server to another."""
     a = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{src}", **KEYS)
@@ -244,28 +257,14 @@ def main():
                 # preflight is timed so too.
                 tools.insert(1, ("preflight (metadata file)", peer_url))
             for tool, url in tools:
-                _, _, first, tables = run(tool, url, direct)
-                for _ in range(2):
-                    if not isinstance(first, str):
-                        break
-                    # A peer's crash at exit (below) may hit the untimed run too.
-                    _, _, first, tables = run(tool, url, direct)
+                _, _, first, tables = run_through_crashes(tool, url, direct, [])
                 if isinstance(first, str):
                     rows.append({"table": table, "tool": tool, "result": first})
                     print(json.dumps(rows[-1]), flush=True)
                     continue
                 times, cpus, failed = [], [], []
                 for _ in range(remote.REPS):
-                    took, cpu, c, _ = run(tool, url, direct)
-                    for _ in range(3):
-                        if not isinstance(c, str):
-                            break
-                        # A peer's crash (deltalake aborts at exit now and
-                        # then: "terminate called without an active
-                        # exception") is recorded and the run repeated, up
-                        # to three times.
-                        failed.append(c)
-                        took, cpu, c, _ = run(tool, url, direct)
+                    took, cpu, c, _ = run_through_crashes(tool, url, direct, failed)
                     assert c == first, (tool, c, first)
                     times.append(took)
                     cpus.append(cpu)

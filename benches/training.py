@@ -169,18 +169,17 @@ def bench_epoch(rows, hf=False, guard=True):
     if not guard:
         case += " (A/A: no guard on either side)"
     med = statistics.median
+    paired = []
     for name, runs in (("wall", walls), ("CPU", cpus)):
         ratios = [g / p for g, p in zip(runs[True], runs[False])]
         low, high = median_interval(ratios)
-        PAIRED.append(f"{case}, {name}: guarded / plain per pair of epochs, median {med(ratios):.3f} (95% interval {low:.3f}-{high:.3f}, {len(ratios)} pairs)")
-    return [
+        paired.append(f"{case}, {name}: guarded / plain per pair of epochs, median {med(ratios):.3f} "
+                      f"(95% interval {low:.3f}-{high:.3f}, {len(ratios)} pairs)")
+    rows = [
         (case + ", wall", "no guard", med(walls[False]), med(walls[True])),
         (case + ", CPU (main and workers)", "no guard", med(cpus[False]), med(cpus[True])),
     ]
-
-
-#: The epoch cases' paired ratios, printed under the table.
-PAIRED = []
+    return rows, paired
 
 
 def median_interval(xs, resamples=10_000):
@@ -279,12 +278,12 @@ def bench_start(work, rows):
 def main():
     work = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="preflight-training-")
     os.makedirs(work, exist_ok=True)
+    batch = [bench_batch(int(os.environ.get("REPS", 200))), bench_guard(int(os.environ.get("REPS", 200)) * 10)]
+    epoch_rows = int(os.environ.get("EPOCH_ROWS", 20_000))
+    epochs = [bench_epoch(epoch_rows), bench_epoch(epoch_rows, hf=True), bench_epoch(epoch_rows, guard=False)]
     rows = [
-        bench_batch(int(os.environ.get("REPS", 200))),
-        bench_guard(int(os.environ.get("REPS", 200)) * 10),
-        *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000))),
-        *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), hf=True),
-        *bench_epoch(int(os.environ.get("EPOCH_ROWS", 20_000)), guard=False),
+        *batch,
+        *(row for case, _ in epochs for row in case),
         bench_start(work, int(os.environ.get("START_ROWS", 2_000_000))),
     ]
     print(f"torch {torch.__version__}, preflight {preflight.__version__}, {os.cpu_count()} CPUs")
@@ -295,8 +294,9 @@ def main():
         # Seconds, to four significant digits (a batch takes microseconds).
         print(f"| {case} | {peer} | {theirs:.4g} | {ours:.4g} | {theirs / ours:.2f}x |")
     print()
-    for line in PAIRED:
-        print(f"- {line}")
+    for _, paired in epochs:
+        for line in paired:
+            print(f"- {line}")
 
 
 if __name__ == "__main__":
